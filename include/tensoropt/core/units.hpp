@@ -1,0 +1,101 @@
+// Strong unit types (bytes, seconds, FLOPs, rates) with user-defined literals.
+//
+// Quantities are doubles tagged by dimension: the cost model works in real
+// arithmetic and every value is constexpr. Mixing dimensions (bytes + seconds) does
+// not compile; dividing bytes by a bandwidth gives seconds, FLOPs by a FLOP rate
+// gives seconds. The search works on integer picoseconds and bytes (see
+// search/problem.hpp) so that its sums are exact.
+#pragma once
+#include <cmath>
+#include <compare>
+#include <cstdint>
+#include <string>
+#include <cstdio>
+
+namespace tensoropt {
+
+template <class Tag>
+struct quantity {
+  double value = 0;
+  constexpr quantity() = default;
+  constexpr explicit quantity(double v) : value(v) {}
+  constexpr auto operator<=>(const quantity&) const = default;
+  constexpr quantity& operator+=(quantity o) { value += o.value; return *this; }
+  constexpr quantity& operator-=(quantity o) { value -= o.value; return *this; }
+  constexpr quantity& operator*=(double k) { value *= k; return *this; }
+  constexpr quantity& operator/=(double k) { value /= k; return *this; }
+  friend constexpr quantity operator+(quantity a, quantity b) { return quantity(a.value + b.value); }
+  friend constexpr quantity operator-(quantity a, quantity b) { return quantity(a.value - b.value); }
+  friend constexpr quantity operator*(quantity a, double k) { return quantity(a.value * k); }
+  friend constexpr quantity operator*(double k, quantity a) { return quantity(a.value * k); }
+  friend constexpr quantity operator/(quantity a, double k) { return quantity(a.value / k); }
+  friend constexpr double operator/(quantity a, quantity b) { return a.value / b.value; }
+};
+
+struct bytes_tag {};
+struct seconds_tag {};
+struct flops_tag {};
+struct bandwidth_tag {};   // bytes per second
+struct flop_rate_tag {};   // FLOPs per second
+
+using bytes = quantity<bytes_tag>;
+using seconds = quantity<seconds_tag>;
+using flops = quantity<flops_tag>;
+using bandwidth = quantity<bandwidth_tag>;
+using flop_rate = quantity<flop_rate_tag>;
+
+constexpr seconds operator/(bytes b, bandwidth bw) { return seconds(b.value / bw.value); }
+constexpr seconds operator/(flops f, flop_rate r) { return seconds(f.value / r.value); }
+
+constexpr double kib = 1024.0, mib = kib * 1024, gib = mib * 1024, tib = gib * 1024;
+
+/// Bandwidth in bytes per second, e.g. `gb_per_s(300)` for 300 GB/s (decimal).
+constexpr bandwidth gb_per_s(double g) { return bandwidth(g * 1e9); }
+/// FLOP rate, e.g. `tflop_per_s(312)`.
+constexpr flop_rate tflop_per_s(double t) { return flop_rate(t * 1e12); }
+
+namespace literals {
+constexpr bytes operator""_B(unsigned long long v) { return bytes(double(v)); }
+constexpr bytes operator""_KiB(unsigned long long v) { return bytes(double(v) * kib); }
+constexpr bytes operator""_MiB(unsigned long long v) { return bytes(double(v) * mib); }
+constexpr bytes operator""_GiB(unsigned long long v) { return bytes(double(v) * gib); }
+constexpr bytes operator""_GiB(long double v) { return bytes(double(v) * gib); }
+constexpr bytes operator""_TiB(unsigned long long v) { return bytes(double(v) * tib); }
+constexpr seconds operator""_s(long double v) { return seconds(double(v)); }
+constexpr seconds operator""_s(unsigned long long v) { return seconds(double(v)); }
+constexpr seconds operator""_ms(unsigned long long v) { return seconds(double(v) * 1e-3); }
+constexpr seconds operator""_ms(long double v) { return seconds(double(v) * 1e-3); }
+constexpr seconds operator""_us(unsigned long long v) { return seconds(double(v) * 1e-6); }
+constexpr seconds operator""_us(long double v) { return seconds(double(v) * 1e-6); }
+constexpr flops operator""_flop(unsigned long long v) { return flops(double(v)); }
+constexpr flops operator""_GFLOP(unsigned long long v) { return flops(double(v) * 1e9); }
+constexpr flops operator""_TFLOP(unsigned long long v) { return flops(double(v) * 1e12); }
+}  // namespace literals
+using namespace literals;
+
+/// "23.4 GiB", "512 MiB", "3 KiB", "17 B": for tables and messages.
+inline std::string format_bytes(double b) {
+  char buf[64];
+  const double a = std::fabs(b);
+  if (a >= tib) std::snprintf(buf, sizeof buf, "%.2f TiB", b / tib);
+  else if (a >= gib) std::snprintf(buf, sizeof buf, "%.2f GiB", b / gib);
+  else if (a >= mib) std::snprintf(buf, sizeof buf, "%.1f MiB", b / mib);
+  else if (a >= kib) std::snprintf(buf, sizeof buf, "%.1f KiB", b / kib);
+  else std::snprintf(buf, sizeof buf, "%.0f B", b);
+  return buf;
+}
+inline std::string format_bytes(bytes b) { return format_bytes(b.value); }
+
+/// "1.23 s", "45.6 ms", "7.8 us": for tables and messages.
+inline std::string format_seconds(double s) {
+  char buf[64];
+  const double a = std::fabs(s);
+  if (a >= 1 || a == 0) std::snprintf(buf, sizeof buf, "%.3f s", s);
+  else if (a >= 1e-3) std::snprintf(buf, sizeof buf, "%.2f ms", s * 1e3);
+  else if (a >= 1e-6) std::snprintf(buf, sizeof buf, "%.2f us", s * 1e6);
+  else std::snprintf(buf, sizeof buf, "%.1f ns", s * 1e9);
+  return buf;
+}
+inline std::string format_seconds(seconds s) { return format_seconds(s.value); }
+
+}  // namespace tensoropt

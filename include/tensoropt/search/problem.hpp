@@ -1,0 +1,69 @@
+// The search problem of DESIGN.md section 6: nodes with per-config (time, memory),
+// edges with per-config-pair (time, memory). A strategy picks one config per node;
+// its cost is memory_offset plus the sums over nodes and edges.
+//
+// Costs are integers (picoseconds and bytes) so that every sum is exact: the
+// frontier of a problem, and the cost of a strategy recomputed from the problem,
+// agree bit for bit whatever the order of summation.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+#include "../core/error.hpp"
+
+namespace tensoropt {
+
+using cost_t = std::int64_t;                  ///< picoseconds or bytes
+inline constexpr double ps_per_second = 1e12;
+
+struct problem_config {
+  std::string label;      ///< human-readable, e.g. "b2 n4 | rc"
+  cost_t time = 0;        ///< picoseconds
+  cost_t memory = 0;      ///< bytes
+  constexpr bool operator==(const problem_config&) const = default;
+};
+
+struct problem_node {
+  std::string name;
+  std::vector<problem_config> configs;
+  constexpr bool operator==(const problem_node&) const = default;
+};
+
+struct problem_edge {
+  int from = -1, to = -1;
+  /// Row-major [config of from][config of to].
+  std::vector<cost_t> time, memory;
+  constexpr bool operator==(const problem_edge&) const = default;
+};
+
+struct problem {
+  cost_t memory_offset = 0;
+  std::vector<problem_node> nodes;
+  std::vector<problem_edge> edges;
+  constexpr bool operator==(const problem&) const = default;
+};
+
+/// (time, memory) of the strategy `choice` (one config index per node).
+struct strategy_cost {
+  cost_t time = 0, memory = 0;
+  constexpr bool operator==(const strategy_cost&) const = default;
+};
+
+constexpr strategy_cost cost_of(const problem& p, const std::vector<int>& choice) {
+  detail::require(choice.size() == p.nodes.size(), "cost_of: one config index per node is needed");
+  strategy_cost c{0, p.memory_offset};
+  for (std::size_t i = 0; i < p.nodes.size(); ++i) {
+    detail::require(choice[i] >= 0 && std::size_t(choice[i]) < p.nodes[i].configs.size(),
+                    "cost_of: config index out of range");
+    c.time += p.nodes[i].configs[choice[i]].time;
+    c.memory += p.nodes[i].configs[choice[i]].memory;
+  }
+  for (auto& e : p.edges) {
+    const std::size_t k = std::size_t(choice[e.from]) * p.nodes[e.to].configs.size() + choice[e.to];
+    c.time += e.time[k];
+    c.memory += e.memory[k];
+  }
+  return c;
+}
+
+}  // namespace tensoropt
