@@ -1,0 +1,3 @@
+// expect: the device count per node must be at least 1
+#include <tensoropt/core/mesh.hpp>
+int main() { return int(tensoropt::mesh<0>::devices); }
