@@ -1,0 +1,197 @@
+// Image layer templates on [b, c, y, x] tensors: conv2d, max/avg pooling, global
+// average pooling, batch normalization.
+//
+// Output spatial size: (in + 2 * pad - kernel) / stride + 1 (floor), at least 1.
+// FLOPs per point: conv2d 2 / 4 (points = b cout cin oh ow kh kw); pooling 1 / 1
+// (points include the window); global pooling 1 / 1; batch_norm 5 / 10.
+// Saved for backward: conv2d and max_pool their input; batch_norm its input;
+// avg and global pooling nothing.
+#pragma once
+#include "graph.hpp"
+#include "layer.hpp"
+#include "layers.hpp"
+#include "lowering.hpp"
+
+namespace tensoropt {
+
+namespace detail {
+constexpr index_t conv_out(index_t in, index_t k, index_t stride, index_t pad) {
+  return in + 2 * pad < k ? 0 : (in + 2 * pad - k) / stride + 1;
+}
+template <class S>
+constexpr bool is_image_v = [] {
+  if constexpr (Shape<S>) return S::rank == 4;
+  else return false;
+}();
+}  // namespace detail
+
+/// 2-D convolution, kernel KH x KW, one stride, padding PadH (rows) and PadW
+/// (columns). x[b, Cin, y, x] -> [b, Cout, oh, ow]; weight [Cout, Cin, KH, KW].
+template <index_t Cin, index_t Cout, index_t KH, index_t KW, index_t Stride = 1, index_t PadH = 0,
+          index_t PadW = PadH, bool Bias = false>
+struct conv2d_rect : primitive_layer<conv2d_rect<Cin, Cout, KH, KW, Stride, PadH, PadW, Bias>> {
+  static_assert(Cin > 0 && Cout > 0 && KH > 0 && KW > 0 && Stride > 0,
+                "tensoropt::conv2d<Cin, Cout, K, Stride>: channels, kernel and stride must be positive");
+  static_assert(PadH >= 0 && PadW >= 0, "tensoropt::conv2d: padding must not be negative");
+  static constexpr std::string_view kind_name = "conv2d";
+  template <class S>
+  static constexpr bool accepts = [] {
+    if constexpr (detail::is_image_v<S>)
+      return S::extents[1] == Cin && detail::conv_out(S::extents[2], KH, Stride, PadH) > 0 &&
+             detail::conv_out(S::extents[3], KW, Stride, PadW) > 0;
+    else return false;
+  }();
+  template <class S>
+  static consteval void diagnose() {
+    if constexpr (!detail::is_image_v<S>)
+      static_assert(detail::is_image_v<S>, "tensoropt::conv2d: the input must be an image [b, c, y, x]");
+    else if constexpr (S::extents[1] != Cin)
+      static_assert(S::extents[1] == Cin,
+                    "tensoropt::conv2d<Cin, Cout, ...>: channel mismatch: the input's channel axis "
+                    "(axis 1) must equal Cin");
+    else
+      static_assert(S::extents[2] + 2 * PadH >= KH && S::extents[3] + 2 * PadW >= KW,
+                    "tensoropt::conv2d: the kernel is larger than the padded input");
+  }
+  template <class S>
+  struct out_ {
+    using type = shape<axis_t<S, 0>, axis<"c", Cout>, axis<"y", detail::conv_out(S::extents[2], KH, Stride, PadH)>,
+                       axis<"x", detail::conv_out(S::extents[3], KW, Stride, PadW)>>;
+  };
+  template <class S>
+  static constexpr int lower(detail::graph_builder& b, int x) {
+    using O = typename out_<S>::type;
+    using detail::make_dim;
+    using detail::tmap;
+    op_node op;
+    op.kind = op_kind::conv2d;
+    op.dims = {make_dim(S::names[0], S::extents[0]), make_dim("cout", Cout), make_dim("cin", Cin),
+               make_dim("oh", O::extents[2], false), make_dim("ow", O::extents[3], false),
+               make_dim("kh", KH, false), make_dim("kw", KW, false)};
+    op.attr = {Stride, PadH, PadW, Bias ? 1 : 0};
+    op.inputs.push_back(tmap(x, {0, 2, -1, -1}));
+    const std::string name = b.op_name("conv");
+    op.params.push_back(b.param(name, "weight", {Cout, Cin, KH, KW}, tmap(-1, {1, 2, 5, 6})));
+    if (Bias) op.params.push_back(b.param(name, "bias", {Cout}, tmap(-1, {1})));
+    op.fwd_flops_per_point = 2;
+    op.bwd_flops_per_point = 4;
+    detail::save(op, detail::dim_mask({0, 2}), 0, 0, double(S::extents[2] * S::extents[3]));
+    return b.emit(std::move(op), name, detail::extents_of<O>(), tmap(-1, {0, 1, 3, 4}));
+  }
+};
+
+/// Square-kernel convolution: conv2d<Cin, Cout, K, Stride, Pad, Bias>.
+template <index_t Cin, index_t Cout, index_t K, index_t Stride = 1, index_t Pad = 0, bool Bias = false>
+using conv2d = conv2d_rect<Cin, Cout, K, K, Stride, Pad, Pad, Bias>;
+
+namespace detail {
+template <op_kind Kind, index_t K, index_t Stride, index_t Pad>
+struct pool_layer : primitive_layer<pool_layer<Kind, K, Stride, Pad>> {
+  static_assert(K > 0 && Stride > 0 && Pad >= 0, "tensoropt::max_pool/avg_pool<K, Stride, Pad>: K and Stride must be positive, Pad not negative");
+  static constexpr std::string_view kind_name = name_of(Kind);
+  template <class S>
+  static constexpr bool accepts = [] {
+    if constexpr (is_image_v<S>)
+      return conv_out(S::extents[2], K, Stride, Pad) > 0 && conv_out(S::extents[3], K, Stride, Pad) > 0;
+    else return false;
+  }();
+  template <class S>
+  static consteval void diagnose() {
+    if constexpr (!is_image_v<S>)
+      static_assert(is_image_v<S>, "tensoropt::max_pool/avg_pool: the input must be an image [b, c, y, x]");
+    else
+      static_assert(S::extents[2] + 2 * Pad >= K && S::extents[3] + 2 * Pad >= K,
+                    "tensoropt::max_pool/avg_pool: the window is larger than the padded input");
+  }
+  template <class S>
+  struct out_ {
+    using type = shape<axis_t<S, 0>, axis_t<S, 1>, axis<"y", conv_out(S::extents[2], K, Stride, Pad)>,
+                       axis<"x", conv_out(S::extents[3], K, Stride, Pad)>>;
+  };
+  template <class S>
+  static constexpr int lower(graph_builder& b, int x) {
+    using O = typename out_<S>::type;
+    op_node op;
+    op.kind = Kind;
+    op.dims = {make_dim(S::names[0], S::extents[0]), make_dim(S::names[1], S::extents[1]),
+               make_dim("oh", O::extents[2], false), make_dim("ow", O::extents[3], false),
+               make_dim("kh", K, false), make_dim("kw", K, false)};
+    op.attr = {Stride, Pad, K, 0};
+    op.inputs.push_back(tmap(x, {0, 1, -1, -1}));
+    op.fwd_flops_per_point = 1;
+    op.bwd_flops_per_point = 1;
+    if (Kind == op_kind::max_pool) save(op, dim_mask({0, 1}), 0, 0, double(S::extents[2] * S::extents[3]));
+    return b.emit(std::move(op), b.op_name(Kind == op_kind::max_pool ? "max_pool" : "avg_pool"),
+                  extents_of<O>(), tmap(-1, {0, 1, 2, 3}));
+  }
+};
+}  // namespace detail
+
+/// Max pooling with a K x K window. Saves its input.
+template <index_t K, index_t Stride = K, index_t Pad = 0>
+using max_pool = detail::pool_layer<op_kind::max_pool, K, Stride, Pad>;
+/// Average pooling with a K x K window (padding counts as zeros).
+template <index_t K, index_t Stride = K, index_t Pad = 0>
+using avg_pool = detail::pool_layer<op_kind::avg_pool, K, Stride, Pad>;
+
+/// Mean over the spatial axes: [b, c, y, x] -> [b, c].
+struct global_avg_pool : primitive_layer<global_avg_pool> {
+  static constexpr std::string_view kind_name = "global_avg_pool";
+  template <class S>
+  static constexpr bool accepts = detail::is_image_v<S>;
+  template <class S>
+  static consteval void diagnose() {
+    static_assert(detail::is_image_v<S>, "tensoropt::global_avg_pool: the input must be an image [b, c, y, x]");
+  }
+  template <class S>
+  struct out_ {
+    using type = take_t<S, 2>;
+  };
+  template <class S>
+  static constexpr int lower(detail::graph_builder& b, int x) {
+    op_node op;
+    op.kind = op_kind::global_avg_pool;
+    detail::append_axes<S>(op.dims);
+    op.inputs.push_back(detail::tmap_iota(x, 4));
+    op.fwd_flops_per_point = 1;
+    op.bwd_flops_per_point = 1;
+    return b.emit(std::move(op), b.op_name("pool"), detail::extents_of<S>(0, 2), detail::tmap_iota(-1, 2));
+  }
+};
+
+/// Batch normalization over channels C of [b, C, y, x]; params gamma[C], beta[C].
+template <index_t C>
+struct batch_norm : primitive_layer<batch_norm<C>> {
+  static_assert(C > 0, "tensoropt::batch_norm<C>: C must be positive");
+  static constexpr std::string_view kind_name = "batch_norm";
+  template <class S>
+  static constexpr bool accepts = [] {
+    if constexpr (detail::is_image_v<S>) return S::extents[1] == C;
+    else return false;
+  }();
+  template <class S>
+  static consteval void diagnose() {
+    if constexpr (!detail::is_image_v<S>)
+      static_assert(detail::is_image_v<S>, "tensoropt::batch_norm<C>: the input must be an image [b, c, y, x]");
+    else
+      static_assert(S::extents[1] == C, "tensoropt::batch_norm<C>: channel mismatch: the input's axis 1 must equal C");
+  }
+  template <class S>
+  struct out_ {
+    using type = S;
+  };
+  template <class S>
+  static constexpr int lower(detail::graph_builder& b, int x) {
+    op_node op;
+    op.kind = op_kind::batch_norm;
+    std::string name = b.op_name("bn");
+    op.params.push_back(b.param(name, "gamma", {C}, detail::tmap(-1, {1})));
+    op.params.push_back(b.param(name, "beta", {C}, detail::tmap(-1, {1})));
+    op.fwd_flops_per_point = 5;
+    op.bwd_flops_per_point = 10;
+    detail::save(op, detail::low_mask(4), 0, 0);
+    return detail::lower_elementwise<S>(b, x, std::move(op), std::move(name));
+  }
+};
+
+}  // namespace tensoropt

@@ -1,0 +1,340 @@
+// Dense layer templates: linear (and a linear tied to an existing weight),
+// embedding, layer_norm, gelu, relu, dropout, softmax cross-entropy.
+//
+// FLOPs per iteration point (documented so cost tests can check them): linear 2
+// forward / 4 backward (points = batch x contract x out); embedding 1/v per point
+// (one add per output element) both ways; layer_norm 5 / 10 per element; gelu 8 / 12;
+// relu 1 / 1; dropout 2 / 1; softmax cross-entropy 5 / 3 per logit.
+#pragma once
+#include <cmath>
+#include <string_view>
+#include "../core/dims.hpp"
+#include "graph.hpp"
+#include "layer.hpp"
+#include "lowering.hpp"
+
+namespace tensoropt {
+
+namespace detail {
+/// Probability in 1e-6 units (graph attrs are integers).
+constexpr std::int64_t ppm(double p) { return std::int64_t(p * 1e6 + 0.5); }
+
+/// Appends a saved buffer indexed by the dims in `mask`.
+constexpr void save(op_node& op, std::uint32_t mask, int elem_bytes = 0, int input = -1,
+                    double multiplier = 1) {
+  op.saved.push_back(saved_buffer{mask, multiplier, elem_bytes, input});
+}
+constexpr std::uint32_t low_mask(int n) { return n >= 32 ? ~0u : (1u << n) - 1u; }
+}  // namespace detail
+
+/// y = x W (+ b) over the trailing axes of x that multiply to In (one axis, or
+/// several: a linear on [b, c, y, x] with In = c*y*x flattens them). The output
+/// axis is called Name, or by default "f" after an "h" input and "h" otherwise
+/// (Megatron's column/row alternation). Lowers to one `linear` op.
+template <index_t In, index_t Out, fixed_string Name = "", bool Bias = true>
+struct linear : primitive_layer<linear<In, Out, Name, Bias>> {
+  static_assert(In > 0 && Out > 0, "tensoropt::linear<In, Out>: In and Out must be positive");
+  static constexpr std::string_view kind_name = "linear";
+
+  template <class S>
+  static constexpr std::size_t contract_axes = [] {
+    if constexpr (Shape<S>) return trailing_axes_for<S>(In);
+    else return std::size_t{0};
+  }();
+  template <class S>
+  static constexpr bool accepts = Shape<S> && contract_axes<S> > 0;
+
+  template <class S>
+  static consteval void diagnose() {
+    if constexpr (!Shape<S>)
+      static_assert(Shape<S>, "tensoropt::linear<In, Out>: the input is integer token ids; put an embedding first");
+    else if constexpr (S::rank == 0)
+      static_assert(S::rank > 0, "tensoropt::linear<In, Out>: the input is a scalar");
+    else
+      static_assert(S::extents[S::rank - 1] == In,
+                    "tensoropt::linear<In, Out>: in-features mismatch: the input's last axis (or the "
+                    "product of its trailing axes) must equal In");
+  }
+
+  template <class S>
+  using out_axis = std::conditional_t<
+      (Name.size() > 0), axis<Name, Out>,
+      std::conditional_t<(contract_axes<S> == 1 && S::names[S::rank - 1] == "h"), axis<"f", Out>,
+                         axis<"h", Out>>>;
+  template <class S>
+  struct out_ {
+    using type = cat_t<take_t<S, S::rank - contract_axes<S>>, shape<out_axis<S>>>;
+  };
+
+  template <class S>
+  static constexpr int lower(detail::graph_builder& b, int x) {
+    constexpr int nc = int(contract_axes<S>), r = int(S::rank), nb = r - nc;
+    using O = typename out_<S>::type;
+    op_node op;
+    op.kind = op_kind::linear;
+    detail::append_axes<S>(op.dims);
+    detail::append_axes<O>(op.dims, O::rank - 1);
+    op.attr = {nb, nc, 1, Bias ? 1 : 0};
+    op.inputs.push_back(detail::tmap_iota(x, r));
+    const std::string name = b.op_name("linear");
+    op.params.push_back(
+        b.param(name, "weight", detail::extents_of<S>(nb).push(Out), detail::tmap_iota(-1, nc + 1, nb)));
+    if (Bias) op.params.push_back(b.param(name, "bias", {Out}, detail::tmap(-1, {r})));
+    op.fwd_flops_per_point = 2;
+    op.bwd_flops_per_point = 4;
+    detail::save(op, detail::low_mask(r), 0, 0);
+    tensor_map out = detail::tmap_iota(-1, nb);
+    out.dim[nb] = std::int8_t(r);
+    return b.emit(std::move(op), name, detail::extents_of<O>(), out);
+  }
+};
+
+/// A linear without its own weight: it reads the existing parameter `Param`
+/// (e.g. "embed.weight", stored [Out, features]) transposed, as GPT's LM head does
+/// with the token embedding table. No bias. Lowers to a `linear` op with attr[3]
+/// bit 1 set. Throws invalid_argument (a compile error in a constant expression)
+/// if no earlier layer created `Param` with extents [Out, features].
+template <index_t Out, fixed_string Param, fixed_string Name = "v">
+struct tied_linear : primitive_layer<tied_linear<Out, Param, Name>> {
+  static_assert(Out > 0, "tensoropt::tied_linear<Out, Param>: Out must be positive");
+  static constexpr std::string_view kind_name = "tied_linear";
+  template <class S>
+  static constexpr bool accepts = [] {
+    if constexpr (Shape<S>) return S::rank >= 1;
+    else return false;
+  }();
+  template <class S>
+  static consteval void diagnose() {
+    static_assert(Shape<S>, "tensoropt::tied_linear: the input must be a real tensor of rank >= 1");
+  }
+  template <class S>
+  struct out_ {
+    using type = cat_t<take_t<S, S::rank - 1>, shape<axis<Name, Out>>>;
+  };
+  template <class S>
+  static constexpr int lower(detail::graph_builder& b, int x) {
+    constexpr int r = int(S::rank), nb = r - 1;
+    const int w = b.find_tensor(Param.view());
+    detail::require(w >= 0 && b.g.tensors[w].parameter,
+                    "tied_linear: the tied parameter does not exist (lower the layer that owns it first)");
+    detail::require(b.g.tensors[w].rank == 2 && b.g.tensors[w].extents[0] == Out &&
+                        b.g.tensors[w].extents[1] == S::extents[r - 1],
+                    "tied_linear: the tied parameter must have extents [Out, features]");
+    op_node op;
+    op.kind = op_kind::linear;
+    detail::append_axes<S>(op.dims);
+    op.dims.push_back(detail::make_dim(Name.view(), Out));
+    op.attr = {nb, 1, 1, 2};
+    op.inputs.push_back(detail::tmap_iota(x, r));
+    op.params.push_back(detail::tmap(w, {r, r - 1}));
+    op.fwd_flops_per_point = 2;
+    op.bwd_flops_per_point = 4;
+    detail::save(op, detail::low_mask(r), 0, 0);
+    tensor_map out = detail::tmap_iota(-1, nb);
+    out.dim[nb] = std::int8_t(r);
+    return b.emit(std::move(op), b.op_name("linear"), detail::extents_of<S>(0, nb).push(Out), out);
+  }
+};
+
+/// Token embedding: ids[batch...] -> y[batch..., Hidden] through a table [Vocab,
+/// Hidden] (parameter "<op>.weight"); with Positions, a learned table [s, Hidden]
+/// ("<op>.pos", s = the last id axis) is added.
+template <index_t Vocab, index_t Hidden, bool Positions = false>
+struct embedding : primitive_layer<embedding<Vocab, Hidden, Positions>> {
+  static_assert(Vocab > 0 && Hidden > 0, "tensoropt::embedding<Vocab, Hidden>: sizes must be positive");
+  static constexpr std::string_view kind_name = "embedding";
+  template <class S>
+  static constexpr bool accepts = [] {
+    if constexpr (is_ids_v<S>) return S::shape_type::rank >= (Positions ? 2u : 1u);
+    else return false;
+  }();
+  template <class S>
+  static consteval void diagnose() {
+    static_assert(is_ids_v<S>, "tensoropt::embedding<Vocab, Hidden>: the input must be integer token ids (tensoropt::ids<shape<...>>)");
+    static_assert(!is_ids_v<S> || Positions == false,
+                  "tensoropt::embedding<Vocab, Hidden, true>: position embeddings need ids of rank >= 2 ([b, s])");
+  }
+  template <class S>
+  struct out_ {
+    using type = cat_t<typename S::shape_type, shape<axis<"h", Hidden>>>;
+  };
+  template <class S>
+  static constexpr int lower(detail::graph_builder& b, int x) {
+    using I = typename S::shape_type;
+    constexpr int nb = int(I::rank);
+    op_node op;
+    op.kind = op_kind::embedding;
+    detail::append_axes<I>(op.dims);
+    op.dims.push_back(detail::make_dim("v", Vocab));
+    op.dims.push_back(detail::make_dim("h", Hidden));
+    op.attr = {Positions ? 1 : 0, 0, 0, 0};
+    op.inputs.push_back(detail::tmap_iota(x, nb));
+    const std::string name = b.op_name("embed");
+    op.params.push_back(b.param(name, "weight", {Vocab, Hidden}, detail::tmap(-1, {nb, nb + 1})));
+    if (Positions)
+      op.params.push_back(b.param(name, "pos", {I::extents[nb - 1], Hidden}, detail::tmap(-1, {nb - 1, nb + 1})));
+    op.fwd_flops_per_point = 1.0 / double(Vocab);
+    op.bwd_flops_per_point = 1.0 / double(Vocab);
+    detail::save(op, detail::low_mask(nb), 4, 0);
+    tensor_map out = detail::tmap_iota(-1, nb);
+    out.dim[nb] = std::int8_t(nb + 1);
+    return b.emit(std::move(op), name, detail::extents_of<I>().push(Hidden), out);
+  }
+};
+
+namespace detail {
+/// Shared body of ops whose dims are the input's axes and whose output has the
+/// input's shape (layer_norm, gelu, relu, dropout).
+template <class S>
+constexpr int lower_elementwise(graph_builder& b, int x, op_node&& op, const std::string& name) {
+  append_axes<S>(op.dims);
+  op.inputs.push_back(tmap_iota(x, int(S::rank)));
+  return b.emit(std::move(op), name, extents_of<S>(), tmap_iota(-1, int(S::rank)));
+}
+}  // namespace detail
+
+/// Layer normalization over the last axis (extent H, never split); params
+/// gamma[H], beta[H]. Saves its input.
+template <index_t H>
+struct layer_norm : primitive_layer<layer_norm<H>> {
+  static_assert(H > 0, "tensoropt::layer_norm<H>: H must be positive");
+  static constexpr std::string_view kind_name = "layer_norm";
+  template <class S>
+  static constexpr bool accepts = [] {
+    if constexpr (Shape<S>) return S::rank >= 1 && S::extents[S::rank - 1] == H;
+    else return false;
+  }();
+  template <class S>
+  static consteval void diagnose() {
+    if constexpr (!Shape<S> || S::rank == 0)
+      static_assert(Shape<S> && S::rank > 0, "tensoropt::layer_norm<H>: the input must be a real tensor of rank >= 1");
+    else
+      static_assert(S::extents[S::rank - 1] == H, "tensoropt::layer_norm<H>: the input's last axis must equal H");
+  }
+  template <class S>
+  struct out_ {
+    using type = S;
+  };
+  template <class S>
+  static constexpr int lower(detail::graph_builder& b, int x) {
+    constexpr int r = int(S::rank);
+    op_node op;
+    op.kind = op_kind::layer_norm;
+    std::string name = b.op_name("ln");
+    op.params.push_back(b.param(name, "gamma", {H}, detail::tmap(-1, {r - 1})));
+    op.params.push_back(b.param(name, "beta", {H}, detail::tmap(-1, {r - 1})));
+    op.fwd_flops_per_point = 5;
+    op.bwd_flops_per_point = 10;
+    detail::save(op, detail::low_mask(r), 0, 0);
+    const int y = detail::lower_elementwise<S>(b, x, std::move(op), std::move(name));
+    b.g.ops.back().dims[r - 1].splittable = false;
+    return y;
+  }
+};
+
+namespace detail {
+/// Elementwise activation-like layer on any real tensor.
+template <class Derived, op_kind Kind>
+struct elementwise_layer : primitive_layer<Derived> {
+  static constexpr std::string_view kind_name = name_of(Kind);
+  template <class S>
+  static constexpr bool accepts = Shape<S>;
+  template <class S>
+  static consteval void diagnose() {
+    static_assert(Shape<S>, "tensoropt: an elementwise layer (gelu, relu, dropout) needs a real tensor, not token ids");
+  }
+  template <class S>
+  struct out_ {
+    using type = S;
+  };
+};
+}  // namespace detail
+
+/// GELU; saves its input.
+struct gelu : detail::elementwise_layer<gelu, op_kind::gelu> {
+  template <class S>
+  static constexpr int lower(detail::graph_builder& b, int x) {
+    op_node op;
+    op.kind = op_kind::gelu;
+    op.fwd_flops_per_point = 8;
+    op.bwd_flops_per_point = 12;
+    detail::save(op, detail::low_mask(int(S::rank)), 0, 0);
+    return detail::lower_elementwise<S>(b, x, std::move(op), b.op_name("gelu"));
+  }
+};
+
+/// ReLU; saves its input.
+struct relu : detail::elementwise_layer<relu, op_kind::relu> {
+  template <class S>
+  static constexpr int lower(detail::graph_builder& b, int x) {
+    op_node op;
+    op.kind = op_kind::relu;
+    op.fwd_flops_per_point = 1;
+    op.bwd_flops_per_point = 1;
+    detail::save(op, detail::low_mask(int(S::rank)), 0, 0);
+    return detail::lower_elementwise<S>(b, x, std::move(op), b.op_name("relu"));
+  }
+};
+
+/// Dropout with probability P (0 <= P < 1); saves a one-byte mask.
+template <double P = 0.1>
+struct dropout : detail::elementwise_layer<dropout<P>, op_kind::dropout> {
+  static_assert(P >= 0 && P < 1, "tensoropt::dropout<P>: P must be in [0, 1)");
+  template <class S>
+  static constexpr int lower(detail::graph_builder& b, int x) {
+    op_node op;
+    op.kind = op_kind::dropout;
+    op.attr[1] = detail::ppm(P);
+    op.fwd_flops_per_point = 2;
+    op.bwd_flops_per_point = 1;
+    detail::save(op, detail::low_mask(int(S::rank)), 1, -1);
+    return detail::lower_elementwise<S>(b, x, std::move(op), b.op_name("drop"));
+  }
+};
+
+/// Mean softmax cross-entropy of logits[batch..., Classes] against integer labels
+/// (an `input` op "labels" of shape [batch...], created here). Output: a scalar.
+/// Saves the softmax probabilities in fp32 (4 bytes each).
+template <index_t Classes>
+struct softmax_cross_entropy : primitive_layer<softmax_cross_entropy<Classes>> {
+  static_assert(Classes > 0, "tensoropt::softmax_cross_entropy<Classes>: Classes must be positive");
+  static constexpr std::string_view kind_name = "softmax_cross_entropy";
+  template <class S>
+  static constexpr bool accepts = [] {
+    if constexpr (Shape<S>) return S::rank >= 2 && S::extents[S::rank - 1] == Classes;
+    else return false;
+  }();
+  template <class S>
+  static consteval void diagnose() {
+    if constexpr (!Shape<S> || S::rank < 2)
+      static_assert(Shape<S> && S::rank >= 2, "tensoropt::softmax_cross_entropy<Classes>: the input must be logits [batch..., Classes]");
+    else
+      static_assert(S::extents[S::rank - 1] == Classes,
+                    "tensoropt::softmax_cross_entropy<Classes>: the input's last axis must equal Classes");
+  }
+  template <class S>
+  struct out_ {
+    using type = shape<>;
+  };
+  template <class S>
+  static constexpr int lower(detail::graph_builder& b, int x) {
+    constexpr int r = int(S::rank), nb = r - 1;
+    op_node in;
+    in.kind = op_kind::input;
+    in.attr[0] = 1;
+    detail::append_axes<S>(in.dims, 0, nb);
+    const int labels = b.emit(std::move(in), b.unique(b.qualify("labels")), detail::extents_of<S>(0, nb),
+                              detail::tmap_iota(-1, nb), true);
+    op_node op;
+    op.kind = op_kind::softmax_xent;
+    detail::append_axes<S>(op.dims);
+    op.inputs.push_back(detail::tmap_iota(x, r));
+    op.inputs.push_back(detail::tmap_iota(labels, nb));
+    op.fwd_flops_per_point = 5;
+    op.bwd_flops_per_point = 3;
+    detail::save(op, detail::low_mask(r), 4, -1);
+    return b.emit(std::move(op), b.op_name("loss"), {}, detail::tmap(-1, {}));
+  }
+};
+
+}  // namespace tensoropt

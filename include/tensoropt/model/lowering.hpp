@@ -1,0 +1,178 @@
+// The graph builder that layers lower into (constexpr): scopes, op and tensor names,
+// repeat bookkeeping, and small helpers to write tensor maps and dims.
+#pragma once
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <utility>
+#include "../core/dims.hpp"
+#include "graph.hpp"
+#include "layer.hpp"
+
+namespace tensoropt::detail {
+
+/// Decimal text of v (constexpr; std::to_string is not).
+constexpr std::string int_to_string(index_t v) {
+  if (v == 0) return "0";
+  std::string s;
+  const bool neg = v < 0;
+  if (neg) v = -v;
+  while (v > 0) {
+    s.insert(s.begin(), char('0' + v % 10));
+    v /= 10;
+  }
+  if (neg) s.insert(s.begin(), '-');
+  return s;
+}
+
+/// Dims named "b" (batch) and "g" (token groups) scale with the batch.
+constexpr bool is_batch_dim_name(std::string_view n) { return n == "b" || n == "g"; }
+
+/// An op dim; `batch` follows the naming convention.
+constexpr op_dim make_dim(std::string_view name, index_t extent, bool splittable = true) {
+  return op_dim{name, extent, splittable, is_batch_dim_name(name)};
+}
+
+/// A tensor map: axis i of `tensor` follows op dim dims[i] (-1: never split).
+constexpr tensor_map tmap(int tensor, std::initializer_list<int> dims) {
+  tensor_map m;
+  m.tensor = tensor;
+  m.dim.fill(-1);
+  int i = 0;
+  for (int d : dims) m.dim[i++] = std::int8_t(d);
+  return m;
+}
+
+/// Bitmask over op dims.
+constexpr std::uint32_t dim_mask(std::initializer_list<int> dims) {
+  std::uint32_t m = 0;
+  for (int d : dims) m |= 1u << d;
+  return m;
+}
+
+/// Appends one op dim per axis of S (names and extents of S).
+template <class S>
+constexpr void append_axes(std::vector<op_dim>& dims, std::size_t first = 0,
+                           std::size_t last = S::rank) {
+  for (std::size_t i = first; i < last; ++i) dims.push_back(make_dim(S::names[i], S::extents[i]));
+}
+
+/// Extents of a tensor being created (rank <= max_tensor_rank).
+struct ext_list {
+  std::array<index_t, max_tensor_rank> e{};
+  int rank = 0;
+  constexpr ext_list() = default;
+  constexpr ext_list(std::initializer_list<index_t> l) {
+    for (index_t x : l) e[rank++] = x;
+  }
+  constexpr ext_list& push(index_t x) {
+    e[rank++] = x;
+    return *this;
+  }
+};
+
+/// Extents of the axes [first, last) of S.
+template <class S>
+constexpr ext_list extents_of(std::size_t first = 0, std::size_t last = S::rank) {
+  ext_list l;
+  for (std::size_t i = first; i < last; ++i) l.push(S::extents[i]);
+  return l;
+}
+
+/// A tensor map whose axis i follows op dim first + i, for `count` axes.
+constexpr tensor_map tmap_iota(int tensor, int count, int first = 0) {
+  tensor_map m;
+  m.tensor = tensor;
+  m.dim.fill(-1);
+  for (int i = 0; i < count; ++i) m.dim[i] = std::int8_t(first + i);
+  return m;
+}
+
+struct graph_builder {
+  op_graph g;
+  std::string scope;          ///< "layers.3.attn"
+  std::string pending;        ///< a name given by named<> to the next primitive op
+  int repeat_id = -1;         ///< the repeat<> being lowered (innermost)
+  int repeat_index = 0;
+  int repeat_count = 0;
+
+  constexpr std::string qualify(std::string_view n) const {
+    if (scope.empty()) return std::string(n);
+    std::string s = scope;
+    s += '.';
+    s += n;
+    return s;
+  }
+  constexpr bool op_name_taken(std::string_view n) const {
+    for (auto& o : g.ops)
+      if (o.name == n) return true;
+    return false;
+  }
+  /// The name of the next primitive op: the one named<> gave, else `fallback`,
+  /// qualified by the scope and made unique with a "_1", "_2", ... suffix.
+  constexpr std::string op_name(std::string_view fallback) {
+    std::string base = qualify(pending.empty() ? fallback : std::string_view(pending));
+    pending.clear();
+    return unique(base);
+  }
+  /// `base` if no op has that name yet, else base_1, base_2, ...
+  constexpr std::string unique(const std::string& base) const {
+    if (!op_name_taken(base)) return base;
+    for (index_t k = 1;; ++k) {
+      std::string n = base + "_" + int_to_string(k);
+      if (!op_name_taken(n)) return n;
+    }
+  }
+  constexpr int add_tensor(const std::string& name, const ext_list& extents, bool parameter,
+                           bool integer = false) {
+    tensor_info t;
+    t.name = name;
+    for (int i = 0; i < extents.rank; ++i) t.extents[i] = extents.e[i];
+    t.rank = extents.rank;
+    t.parameter = parameter;
+    t.integer = integer;
+    g.tensors.push_back(std::move(t));
+    return int(g.tensors.size()) - 1;
+  }
+  /// A parameter `op_name.local` with the given extents, mapped to op dims `dims`.
+  constexpr tensor_map param(const std::string& op, std::string_view local, const ext_list& extents,
+                             tensor_map dims) {
+    std::string n = op;
+    n += '.';
+    n += local;
+    dims.tensor = add_tensor(n, extents, true);
+    return dims;
+  }
+  /// The index of the tensor called `name`, or -1.
+  constexpr int find_tensor(std::string_view name) const {
+    for (std::size_t i = 0; i < g.tensors.size(); ++i)
+      if (g.tensors[i].name == name) return int(i);
+    return -1;
+  }
+  /// Appends `op` (named `name`) writing a new activation of `extents` whose axes
+  /// follow op dims `out_dims`; returns the activation's tensor index.
+  constexpr int emit(op_node&& op, const std::string& name, const ext_list& extents, tensor_map out,
+                     bool integer = false) {
+    const int t = add_tensor(name, extents, false, integer);
+    g.tensors[t].producer = int(g.ops.size());
+    op.name = name;
+    out.tensor = t;
+    op.output = out;
+    op.repeat_id = repeat_id;
+    op.repeat_index = repeat_id >= 0 ? repeat_index : 0;
+    g.ops.push_back(std::move(op));
+    return t;
+  }
+};
+
+/// Lowers layer L on input In unless the shape is invalid (already diagnosed).
+template <class L, class In>
+constexpr int lower_layer(graph_builder& b, int x) {
+  if constexpr (!is_valid_v<In> || !is_valid_v<typename L::template infer<In, false>::type>) {
+    return -1;
+  } else {
+    return L::template lower<In>(b, x);
+  }
+}
+
+}  // namespace tensoropt::detail
