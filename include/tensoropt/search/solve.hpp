@@ -1,0 +1,485 @@
+// Frontier Tracking: the exact Pareto frontier of a search problem, with one strategy per point.
+//
+// How it works. The cost of a strategy is a sum of factors: one per node (its config's
+// cost) and one per edge (its config pair's cost). The engine is variable elimination
+// over this factor graph with frontiers in place of numbers: eliminating node v joins
+// every factor that mentions v into one new factor over v's neighbours, whose cell for
+// each assignment of the neighbours is  | over cv of (+) of the joined factors' cells.
+// Edge directions play no part. This single rule is the graph reductions of DESIGN.md
+// section 6:
+//   - a leaf (one neighbour u) folds into u:      F'(cu) = F(cu) (+) |cv [F(cu,cv) (+) F(cv)];
+//   - a node with two neighbours u, w folds into an edge u-w:
+//                                  F(cu,cw) = |cv [F(cu,cv) (+) F(cv) (+) F(cv,cw)];
+//   - factors over the same nodes (parallel edges) are joined by (+) when either is eliminated;
+//   - a node with more neighbours gives a factor over all of them: this is the dynamic
+//     program whose state is the configs of the nodes still connected to eliminated
+//     ones (the "live" nodes), exact, with cost growing with that width.
+// The next node to eliminate is the one whose elimination is cheapest (cells of the new
+// factor times the sizes of the joined frontiers), so chains, trees and series-parallel
+// graphs (transformers with residuals, ResNet, Inception) only ever make factors over at
+// most two nodes, and their frontiers stay small until they meet the large ones.
+//
+// Grouped configs. Configs of a node whose edge rows and columns are all identical (they
+// differ only in switches such as recompute or optimizer sharding) are grouped into one
+// layout-config whose cost is a small frontier. This is exact and cuts the cubic loops.
+//
+// Width limit (the fallback; no longer exact). When the next elimination would make a
+// factor with more than `width_limit` cells, the engine restricts the configs of the
+// neighbour with the most configs to the best half (ranked by the least time in its own
+// factors; the least-memory config is always kept) until the factor fits, then goes on.
+// Every returned point is still the exact cost of its strategy, but points of the exact
+// frontier may be missing or dominated. The result says so (`exact == false`,
+// `width_fallback == true`, `note`).
+//
+// epsilon bound. With epsilon > 0, each eliminated factor's cells are pruned with
+// delta = (2 epsilon / (2 + epsilon)) / n for n nodes: a point is dropped only when the
+// kept point before it has less or equal memory and time <= (1 + delta) times its time.
+// Each elimination prunes once, the final combination is exact, and a point passes
+// through at most n eliminations, so every exact frontier point p has a returned point q
+// with q.memory <= p.memory and q.time <= (1 + delta)^n p.time <= e^(2 eps / (2 + eps))
+// p.time <= (1 + epsilon) p.time (as ln(1 + x) >= 2x / (2 + x)). Memory is never worse.
+//
+// The engine is constexpr and runs in a constant expression for small problems.
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <string>
+#include <type_traits>
+#include <vector>
+#include "frontier.hpp"
+#include "problem.hpp"
+#include "validate.hpp"
+
+namespace tensoropt {
+
+/// Options of `solve`.
+struct solve_options {
+  double epsilon = 0;                              ///< 0: exact; else see the header
+  std::size_t width_limit = std::size_t(1) << 22;  ///< most cells of one factor table
+  bool group_configs = true;                       ///< group configs with identical edges
+};
+
+/// Reported to the progress callback after each elimination.
+struct search_progress {
+  std::size_t eliminated = 0, total = 0;  ///< nodes eliminated so far, of `total`
+  std::size_t cells = 0;                  ///< cells of the factor just made
+  std::size_t points = 0;                 ///< points in it
+};
+
+/// One point of a problem's frontier and a strategy (config index per node) attaining it.
+struct frontier_point {
+  cost_t time = 0, memory = 0;
+  std::vector<int> choice;
+  constexpr bool operator==(const frontier_point&) const = default;
+};
+
+/// The answer of `solve`: points sorted by memory ascending, time strictly descending.
+struct frontier_result {
+  std::vector<frontier_point> points;
+  bool exact = true;           ///< false under epsilon > 0 or the width fallback
+  bool width_fallback = false; ///< true when configs were restricted to fit width_limit
+  double epsilon = 0;          ///< the bound requested
+  std::size_t max_width = 0;   ///< most nodes in one factor made by the search
+  std::size_t max_cells = 0;   ///< most cells in one factor made by the search
+  std::size_t trace_entries = 0;
+  std::string note;            ///< what the fallback did, if it ran
+};
+
+namespace detail {
+
+struct factor {
+  std::vector<int> scope;           // variables, ascending
+  std::vector<std::size_t> dims;    // domain size per scope variable
+  std::vector<std::size_t> start;   // CSR offsets, cells + 1
+  std::vector<frontier_point_ref> pts;
+  bool alive = true, tagged = false;
+  constexpr std::size_t cells() const { return start.size() - 1; }
+  constexpr double avg_points() const {
+    return cells() == 0 ? 1.0 : double(pts.size()) / double(cells());
+  }
+};
+
+// (ta, tb) pending tags of a partial sum, plus tag x: at most one join is made.
+constexpr void add_tag(candidate& c, std::int32_t x, trace& t) {
+  if (x < 0) return;
+  if (c.ta < 0) c.ta = x;
+  else if (c.tb < 0) c.tb = x;
+  else { c.ta = t.join(c.ta, c.tb); c.tb = x; }
+}
+
+// cur := prune(cur (+) span); joins tags only for the survivors.
+constexpr void add_span(std::vector<candidate>& cur, const frontier_point_ref* p, std::size_t n,
+                        std::vector<candidate>& tmp, trace& t) {
+  if (n == 1) {
+    for (auto& c : cur) {
+      c.time += p->time;
+      c.memory += p->memory;
+      add_tag(c, p->tag, t);
+    }
+    return;
+  }
+  tmp.clear();
+  for (std::size_t i = 0; i < cur.size(); ++i)
+    for (std::size_t j = 0; j < n; ++j)
+      tmp.push_back({cur[i].time + p[j].time, cur[i].memory + p[j].memory, std::int32_t(i),
+                     std::int32_t(j)});
+  pareto_filter(tmp);
+  for (auto& c : tmp) {
+    candidate x = cur[std::size_t(c.ta)];
+    add_tag(x, p[std::size_t(c.tb)].tag, t);
+    c.ta = x.ta;
+    c.tb = x.tb;
+  }
+  cur.swap(tmp);
+}
+
+class eliminator {
+ public:
+  constexpr eliminator(const problem& p, const solve_options& o) : p_(p), o_(o) {}
+
+  template <class Progress>
+  constexpr frontier_result run(Progress& progress) {
+    const std::size_t n = p_.nodes.size();
+    frontier_result r;
+    r.epsilon = o_.epsilon;
+    delta_ = o_.epsilon > 0 ? (2 * o_.epsilon / (2 + o_.epsilon)) / double(n) : 0.0;
+    build();
+    std::vector<bool> done(n, false);
+    std::vector<double> score(n, 0);
+    for (std::size_t v = 0; v < n; ++v) score[v] = cost_estimate(int(v));
+    std::vector<frontier> constants;
+    for (std::size_t step = 0; step < n; ++step) {
+      std::size_t v = n;
+      for (std::size_t u = 0; u < n; ++u)
+        if (!done[u] && (v == n || score[u] < score[v])) v = u;
+      done[v] = true;
+      std::vector<int> touched;
+      factor g = eliminate(int(v), r, touched);
+      r.max_width = std::max(r.max_width, g.scope.size());
+      r.max_cells = std::max(r.max_cells, g.cells());
+      progress(search_progress{step + 1, n, g.cells(), g.pts.size()});
+      if (g.scope.empty()) {
+        constants.push_back(frontier{g.pts});
+      } else {
+        add_factor(std::move(g));
+      }
+      for (int u : touched)
+        if (!done[std::size_t(u)]) score[std::size_t(u)] = cost_estimate(u);
+    }
+    frontier total{{{0, p_.memory_offset, -1}}};
+    for (auto& c : constants) total = minkowski_sum(total, c, trace_);
+    r.exact = o_.epsilon <= 0 && !r.width_fallback;
+    r.trace_entries = trace_.entries.size();
+    for (auto& q : total.points) {
+      frontier_point fp{q.time, q.memory, std::vector<int>(n, -1)};
+      trace_.recover(q.tag, fp.choice);
+      for (int c : fp.choice) require<runtime_error>(c >= 0, "solve: internal error, a node has no config");
+      r.points.push_back(std::move(fp));
+    }
+    return r;
+  }
+
+ private:
+  const problem& p_;
+  const solve_options& o_;
+  double delta_ = 0;
+  trace trace_;
+  std::vector<factor> factors_;
+  std::vector<std::vector<std::size_t>> of_var_;  // factor ids per variable (may be dead)
+  std::vector<std::vector<std::vector<int>>> group_;  // original configs per layout-config
+  std::vector<std::size_t> dom_;
+
+  constexpr void add_factor(factor&& f) {
+    const std::size_t id = factors_.size();
+    for (int v : f.scope) of_var_[std::size_t(v)].push_back(id);
+    factors_.push_back(std::move(f));
+  }
+
+  // Signature comparison of two configs of node v over all incident edges.
+  constexpr int compare_configs(std::size_t v, int a, int b) const {
+    for (auto& e : p_.edges) {
+      if (std::size_t(e.from) == v) {
+        const std::size_t m = p_.nodes[std::size_t(e.to)].configs.size();
+        for (std::size_t j = 0; j < m; ++j) {
+          const std::size_t ia = std::size_t(a) * m + j, ib = std::size_t(b) * m + j;
+          if (e.time[ia] != e.time[ib]) return e.time[ia] < e.time[ib] ? -1 : 1;
+          if (e.memory[ia] != e.memory[ib]) return e.memory[ia] < e.memory[ib] ? -1 : 1;
+        }
+      }
+      if (std::size_t(e.to) == v) {
+        const std::size_t m = p_.nodes[v].configs.size();
+        const std::size_t rows = p_.nodes[std::size_t(e.from)].configs.size();
+        for (std::size_t i = 0; i < rows; ++i) {
+          const std::size_t ia = i * m + std::size_t(a), ib = i * m + std::size_t(b);
+          if (e.time[ia] != e.time[ib]) return e.time[ia] < e.time[ib] ? -1 : 1;
+          if (e.memory[ia] != e.memory[ib]) return e.memory[ia] < e.memory[ib] ? -1 : 1;
+        }
+      }
+    }
+    return 0;
+  }
+
+  constexpr void build() {
+    const std::size_t n = p_.nodes.size();
+    of_var_.assign(n, {});
+    group_.assign(n, {});
+    dom_.assign(n, 0);
+    for (std::size_t v = 0; v < n; ++v) {
+      const int m = int(p_.nodes[v].configs.size());
+      std::vector<int> idx(std::size_t(m), 0);
+      for (int c = 0; c < m; ++c) idx[std::size_t(c)] = c;
+      if (o_.group_configs) {
+        std::sort(idx.begin(), idx.end(), [&](int a, int b) {
+          const int s = compare_configs(v, a, b);
+          return s != 0 ? s < 0 : a < b;
+        });
+      }
+      for (std::size_t k = 0; k < idx.size(); ++k) {
+        if (k > 0 && o_.group_configs && compare_configs(v, idx[k - 1], idx[k]) == 0)
+          group_[v].back().push_back(idx[k]);
+        else
+          group_[v].push_back({idx[k]});
+      }
+      dom_[v] = group_[v].size();
+      factor f;
+      f.scope = {int(v)};
+      f.dims = {dom_[v]};
+      f.tagged = true;
+      f.start.push_back(0);
+      for (auto& g : group_[v]) {
+        std::vector<frontier_point_ref> pts;
+        for (int c : g) {
+          auto& cfg = p_.nodes[v].configs[std::size_t(c)];
+          pts.push_back({cfg.time, cfg.memory, trace_.leaf(int(v), c)});
+        }
+        for (auto& q : make_frontier(std::move(pts)).points) f.pts.push_back(q);
+        f.start.push_back(f.pts.size());
+      }
+      add_factor(std::move(f));
+    }
+    for (auto& e : p_.edges) {
+      const std::size_t u = std::size_t(e.from), w = std::size_t(e.to);
+      const std::size_t mw = p_.nodes[w].configs.size();
+      factor f;
+      const bool fwd = u < w;
+      f.scope = fwd ? std::vector<int>{int(u), int(w)} : std::vector<int>{int(w), int(u)};
+      f.dims = fwd ? std::vector<std::size_t>{dom_[u], dom_[w]}
+                   : std::vector<std::size_t>{dom_[w], dom_[u]};
+      f.start.push_back(0);
+      for (std::size_t a = 0; a < f.dims[0]; ++a)
+        for (std::size_t b = 0; b < f.dims[1]; ++b) {
+          const std::size_t gu = fwd ? a : b, gw = fwd ? b : a;
+          const std::size_t k = std::size_t(group_[u][gu][0]) * mw + std::size_t(group_[w][gw][0]);
+          f.pts.push_back({e.time[k], e.memory[k], -1});
+          f.start.push_back(f.pts.size());
+        }
+      add_factor(std::move(f));
+    }
+  }
+
+  constexpr std::vector<std::size_t> live_factors(int v) const {
+    std::vector<std::size_t> ids;
+    for (std::size_t id : of_var_[std::size_t(v)])
+      if (factors_[id].alive) ids.push_back(id);
+    return ids;
+  }
+
+  constexpr std::vector<int> new_scope(int v, const std::vector<std::size_t>& ids) const {
+    std::vector<int> s;
+    for (std::size_t id : ids)
+      for (int u : factors_[id].scope)
+        if (u != v) s.push_back(u);
+    std::sort(s.begin(), s.end());
+    s.erase(std::unique(s.begin(), s.end()), s.end());
+    return s;
+  }
+
+  // Reductions (new factor over at most two nodes) come first, cheapest work first;
+  // then the node whose factor has the fewest nodes (the dynamic program's width).
+  constexpr double cost_estimate(int v) const {
+    const auto ids = live_factors(v);
+    const auto s = new_scope(v, ids);
+    double work = double(dom_[std::size_t(v)]);
+    for (int u : s) work *= double(dom_[std::size_t(u)]);
+    for (std::size_t id : ids) work *= std::max(1.0, factors_[id].avg_points());
+    const double rank = s.size() <= 2 ? 0.0 : double(s.size());
+    return rank * 1e200 + std::min(work, 1e199);
+  }
+
+  // Keeps only the local configs `keep` of variable u, in every live factor.
+  constexpr void restrict_domain(int u, const std::vector<std::size_t>& keep) {
+    for (std::size_t id : live_factors(u)) {
+      factor& f = factors_[id];
+      const std::size_t pos =
+          std::size_t(std::find(f.scope.begin(), f.scope.end(), u) - f.scope.begin());
+      std::size_t inner = 1;
+      for (std::size_t i = pos + 1; i < f.dims.size(); ++i) inner *= f.dims[i];
+      const std::size_t outer = f.cells() / (inner * f.dims[pos]);
+      factor g;
+      g.scope = f.scope;
+      g.dims = f.dims;
+      g.dims[pos] = keep.size();
+      g.tagged = f.tagged;
+      g.start.push_back(0);
+      for (std::size_t o = 0; o < outer; ++o)
+        for (std::size_t k : keep)
+          for (std::size_t i = 0; i < inner; ++i) {
+            const std::size_t cell = (o * f.dims[pos] + k) * inner + i;
+            for (std::size_t q = f.start[cell]; q < f.start[cell + 1]; ++q) g.pts.push_back(f.pts[q]);
+            g.start.push_back(g.pts.size());
+          }
+      f = std::move(g);
+    }
+    std::vector<std::vector<int>> groups;
+    for (std::size_t k : keep) groups.push_back(group_[std::size_t(u)][k]);
+    group_[std::size_t(u)] = std::move(groups);
+    dom_[std::size_t(u)] = keep.size();
+  }
+
+  // Halves the domain of u: keeps the configs with the least time in u's own factors,
+  // and the one with the least memory.
+  constexpr void halve_domain(int u) {
+    const std::size_t d = dom_[std::size_t(u)];
+    std::vector<cost_t> best_time(d, 0), best_mem(d, 0);
+    for (std::size_t id : live_factors(u)) {
+      const factor& f = factors_[id];
+      if (f.scope.size() != 1) continue;
+      for (std::size_t c = 0; c < d; ++c) {
+        cost_t t = -1, m = -1;
+        for (std::size_t q = f.start[c]; q < f.start[c + 1]; ++q) {
+          if (t < 0 || f.pts[q].time < t) t = f.pts[q].time;
+          if (m < 0 || f.pts[q].memory < m) m = f.pts[q].memory;
+        }
+        best_time[c] += t < 0 ? cost_t(1) << 60 : t;
+        best_mem[c] += m < 0 ? cost_t(1) << 60 : m;
+      }
+    }
+    std::vector<std::size_t> order(d, 0);
+    for (std::size_t c = 0; c < d; ++c) order[c] = c;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return best_time[a] != best_time[b] ? best_time[a] < best_time[b] : a < b;
+    });
+    std::size_t least_mem = 0;
+    for (std::size_t c = 1; c < d; ++c)
+      if (best_mem[c] < best_mem[least_mem]) least_mem = c;
+    std::vector<std::size_t> keep(order.begin(), order.begin() + std::ptrdiff_t((d + 1) / 2));
+    if (std::find(keep.begin(), keep.end(), least_mem) == keep.end()) keep.back() = least_mem;
+    std::sort(keep.begin(), keep.end());
+    restrict_domain(u, keep);
+  }
+
+  constexpr factor eliminate(int v, frontier_result& r, std::vector<int>& touched) {
+    auto ids = live_factors(v);
+    std::vector<int> s = new_scope(v, ids);
+    auto cells_of = [&] {
+      std::size_t c = 1;
+      for (int u : s) c *= dom_[std::size_t(u)];
+      return c;
+    };
+    while (cells_of() > o_.width_limit) {
+      int widest = -1;
+      for (int u : s)
+        if (dom_[std::size_t(u)] > 1 && (widest < 0 || dom_[std::size_t(u)] > dom_[std::size_t(widest)]))
+          widest = u;
+      if (widest < 0) break;
+      if (!r.width_fallback) {
+        r.note = "width limit reached: the configs of some nodes were restricted to the best "
+                 "half (least time, plus the least-memory one) before elimination; the frontier "
+                 "is not exact";
+      }
+      r.width_fallback = true;
+      halve_domain(widest);
+    }
+    touched = s;
+    // untagged factors first, so that tags are joined as late as possible
+    {
+      std::vector<std::size_t> sorted;
+      for (int pass = 0; pass < 2; ++pass)
+        for (std::size_t id : ids)
+          if (factors_[id].tagged == (pass == 1)) sorted.push_back(id);
+      ids.swap(sorted);
+    }
+    const std::size_t k = s.size(), m = ids.size();
+    // strides[f][i]: stride of s[i] in factor f's table; vstride[f]: stride of v
+    std::vector<std::vector<std::size_t>> strides(m, std::vector<std::size_t>(k, 0));
+    std::vector<std::size_t> vstride(m, 0), off(m, 0);
+    for (std::size_t f = 0; f < m; ++f) {
+      const factor& fa = factors_[ids[f]];
+      std::size_t st = 1;
+      for (std::size_t j = fa.scope.size(); j-- > 0;) {
+        const int u = fa.scope[j];
+        if (u == v) vstride[f] = st;
+        for (std::size_t i = 0; i < k; ++i)
+          if (s[i] == u) strides[f][i] = st;
+        st *= fa.dims[j];
+      }
+    }
+    factor g;
+    g.scope = s;
+    g.tagged = true;
+    for (int u : s) g.dims.push_back(dom_[std::size_t(u)]);
+    const std::size_t cells = cells_of();
+    g.start.reserve(cells + 1);
+    g.start.push_back(0);
+    std::vector<std::size_t> idx(k, 0);
+    std::vector<candidate> cell, cur, tmp;
+    const std::size_t dv = dom_[std::size_t(v)];
+    for (std::size_t c = 0; c < cells; ++c) {
+      cell.clear();
+      for (std::size_t cv = 0; cv < dv; ++cv) {
+        cur.assign(1, candidate{0, 0, -1, -1});
+        for (std::size_t f = 0; f < m && !cur.empty(); ++f) {
+          const factor& fa = factors_[ids[f]];
+          const std::size_t at = off[f] + cv * vstride[f];
+          const std::size_t b = fa.start[at], e = fa.start[at + 1];
+          if (b == e) cur.clear();
+          else add_span(cur, fa.pts.data() + b, e - b, tmp, trace_);
+        }
+        cell.insert(cell.end(), cur.begin(), cur.end());
+      }
+      pareto_filter(cell);
+      epsilon_filter(cell, delta_);
+      for (auto& x : cell) g.pts.push_back({x.time, x.memory, trace_.join(x.ta, x.tb)});
+      g.start.push_back(g.pts.size());
+      // odometer over s (last index fastest), offsets follow
+      for (std::size_t i = k; i-- > 0;) {
+        ++idx[i];
+        for (std::size_t f = 0; f < m; ++f) off[f] += strides[f][i];
+        if (idx[i] < g.dims[i]) break;
+        for (std::size_t f = 0; f < m; ++f) off[f] -= g.dims[i] * strides[f][i];
+        idx[i] = 0;
+      }
+    }
+    for (std::size_t id : ids) {
+      factors_[id].alive = false;
+      factors_[id].pts = {};
+      factors_[id].start = {};
+    }
+    return g;
+  }
+};
+
+}  // namespace detail
+
+/// The Pareto frontier of `p` over (time, memory), each point with a strategy attaining
+/// it; `progress(const search_progress&)` is called after each node is eliminated.
+/// Throws invalid_argument when `p` is malformed (see `validate`).
+template <class Progress>
+constexpr frontier_result solve(const problem& p, const solve_options& o, Progress&& progress) {
+  if (std::is_constant_evaluated()) {
+    detail::require(!p.nodes.empty(), "solve: the problem has no nodes");
+  } else {
+    validate(p);
+  }
+  detail::require(o.epsilon >= 0, "solve: epsilon must be >= 0 (0 means exact)");
+  detail::require(o.width_limit >= 1, "solve: width_limit must be at least 1");
+  detail::eliminator e(p, o);
+  return e.run(progress);
+}
+
+/// The Pareto frontier of `p`; see the overload with a progress callback.
+constexpr frontier_result solve(const problem& p, const solve_options& o = {}) {
+  return solve(p, o, [](const search_progress&) {});
+}
+
+}  // namespace tensoropt

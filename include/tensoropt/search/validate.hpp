@@ -1,0 +1,90 @@
+// Checks that an in-memory search problem is well formed (sizes, costs, edges, no cycles).
+#pragma once
+#include <cstddef>
+#include <string>
+#include <vector>
+#include "../core/error.hpp"
+#include "problem.hpp"
+
+namespace tensoropt {
+namespace detail {
+
+inline std::string node_ref(const problem& p, std::size_t i) {
+  return "node " + std::to_string(i) + " '" + p.nodes[i].name + "'";
+}
+
+/// Throws E naming the first problem found; the checks `validate` documents.
+template <class E>
+void check_problem(const problem& p) {
+  if (p.memory_offset < 0)
+    throw E("memory_offset: must be >= 0 bytes, got " + std::to_string(p.memory_offset));
+  if (p.nodes.empty()) throw E("nodes: the problem has no nodes; add at least one");
+  for (std::size_t i = 0; i < p.nodes.size(); ++i) {
+    const auto& n = p.nodes[i];
+    const std::string at = "nodes[" + std::to_string(i) + "]";
+    if (n.configs.empty())
+      throw E(at + ".configs: " + node_ref(p, i) + " has no configs; every node needs at least one");
+    for (std::size_t c = 0; c < n.configs.size(); ++c) {
+      const auto& cf = n.configs[c];
+      const std::string cat = at + ".configs[" + std::to_string(c) + "]";
+      if (cf.time < 0) throw E(cat + ".time: must be >= 0, got " + std::to_string(cf.time) + " ps");
+      if (cf.memory < 0)
+        throw E(cat + ".memory: must be >= 0, got " + std::to_string(cf.memory) + " bytes");
+    }
+  }
+  const std::size_t n = p.nodes.size();
+  std::vector<std::vector<int>> out(n);
+  std::vector<int> indeg(n, 0);
+  for (std::size_t k = 0; k < p.edges.size(); ++k) {
+    const auto& e = p.edges[k];
+    const std::string at = "edges[" + std::to_string(k) + "]";
+    if (e.from < 0 || std::size_t(e.from) >= n)
+      throw E(at + ".from: node " + std::to_string(e.from) + " does not exist (there are " +
+              std::to_string(n) + " nodes, 0-based)");
+    if (e.to < 0 || std::size_t(e.to) >= n)
+      throw E(at + ".to: node " + std::to_string(e.to) + " does not exist (there are " +
+              std::to_string(n) + " nodes, 0-based)");
+    if (e.from == e.to) throw E(at + ": a self-loop on " + node_ref(p, std::size_t(e.from)));
+    const std::size_t rows = p.nodes[std::size_t(e.from)].configs.size();
+    const std::size_t cols = p.nodes[std::size_t(e.to)].configs.size();
+    for (const auto* m : {&e.time, &e.memory}) {
+      const std::string f = at + (m == &e.time ? ".time" : ".memory");
+      if (m->size() != rows * cols)
+        throw E(f + ": expected " + std::to_string(rows) + " x " + std::to_string(cols) +
+                " values (configs of " + node_ref(p, std::size_t(e.from)) + " x configs of " +
+                node_ref(p, std::size_t(e.to)) + "), got " + std::to_string(m->size()));
+      for (std::size_t q = 0; q < m->size(); ++q)
+        if ((*m)[q] < 0)
+          throw E(f + "[" + std::to_string(q / cols) + "][" + std::to_string(q % cols) +
+                  "]: must be >= 0, got " + std::to_string((*m)[q]));
+    }
+    out[std::size_t(e.from)].push_back(e.to);
+    ++indeg[std::size_t(e.to)];
+  }
+  std::vector<int> ready;
+  for (std::size_t i = 0; i < n; ++i)
+    if (indeg[i] == 0) ready.push_back(int(i));
+  std::size_t seen = 0;
+  while (!ready.empty()) {
+    const int u = ready.back();
+    ready.pop_back();
+    ++seen;
+    for (int w : out[std::size_t(u)])
+      if (--indeg[std::size_t(w)] == 0) ready.push_back(w);
+  }
+  if (seen != n) {
+    for (std::size_t i = 0; i < n; ++i)
+      if (indeg[i] > 0)
+        throw E("edges: the graph has a cycle through " + node_ref(p, i) +
+                "; a problem must be a DAG (remove or reverse an edge of the cycle)");
+  }
+}
+
+}  // namespace detail
+
+/// Checks `p`: at least one node, every node has configs, costs and memory_offset are
+/// >= 0, edges join existing distinct nodes with matrices of rows x cols values, and the
+/// graph is acyclic. Throws invalid_argument naming the field and position.
+inline void validate(const problem& p) { detail::check_problem<invalid_argument>(p); }
+
+}  // namespace tensoropt

@@ -1,0 +1,340 @@
+// Tests of the frontier algebra and the search engine against brute-force enumeration.
+#include <doctest/doctest.h>
+#include <cstdint>
+#include <random>
+#include <tensoropt/search/query.hpp>
+#include <tensoropt/search/solve.hpp>
+
+namespace to = tensoropt;
+
+namespace {
+
+struct shape_kind {
+  enum value { chain, tree, series_parallel, dag, forest };
+};
+
+std::string label(char prefix, int i) {
+  std::string s = std::to_string(i);
+  s.insert(s.begin(), prefix);
+  return s;
+}
+
+// A random problem of the given kind. Costs are small integers (many ties and zeros) or
+// "real" picosecond/byte values; some configs duplicate another's edge rows so that
+// grouping into layout-configs is exercised.
+to::problem random_problem(std::mt19937_64& rng, int kind, int nodes, int max_configs, bool real) {
+  auto uni = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
+  to::problem p;
+  p.memory_offset = uni(0, 1) ? uni(0, 1000) : 0;
+  std::vector<std::pair<int, int>> edges;
+  if (kind == shape_kind::chain) {
+    for (int i = 1; i < nodes; ++i) edges.push_back({i - 1, i});
+  } else if (kind == shape_kind::tree) {
+    for (int i = 1; i < nodes; ++i) {
+      const int parent = int(uni(0, i - 1));
+      if (uni(0, 1)) edges.push_back({parent, i});
+      else edges.push_back({i, parent});
+    }
+  } else if (kind == shape_kind::series_parallel) {
+    // two-terminal SP: subdivide an edge (series) or add a path or edge beside it (parallel)
+    nodes = std::max(nodes, 2);
+    int count = 2;
+    edges.push_back({0, 1});
+    while (count < nodes) {
+      const auto e = edges[std::size_t(uni(0, std::int64_t(edges.size()) - 1))];
+      const auto r = uni(0, 2);
+      if (r == 2) edges.push_back(e);  // parallel edge
+      const int w = count++;
+      if (r == 0) {
+        edges.erase(std::find(edges.begin(), edges.end(), e));
+      }
+      edges.push_back({e.first, w});
+      edges.push_back({w, e.second});
+    }
+  } else if (kind == shape_kind::dag) {
+    for (int j = 1; j < nodes; ++j) {
+      edges.push_back({int(uni(0, j - 1)), j});
+      for (int i = 0; i < j; ++i)
+        if (uni(0, 99) < 30) edges.push_back({i, j});
+    }
+  } else {  // forest: several components, some isolated nodes
+    for (int i = 1; i < nodes; ++i)
+      if (uni(0, 2) > 0) edges.push_back({int(uni(0, i - 1)), i});
+  }
+  auto cost = [&](bool memory) -> std::int64_t {
+    if (!real) return uni(0, 5);
+    if (uni(0, 9) == 0) return 0;
+    return memory ? uni(1, 1ll << 36) : uni(1, 2'000'000'000);
+  };
+  std::vector<int> m(std::size_t(nodes), 0);
+  for (int i = 0; i < nodes; ++i) {
+    m[std::size_t(i)] = int(uni(1, max_configs));
+    to::problem_node n{label('n', i), {}};
+    for (int c = 0; c < m[std::size_t(i)]; ++c)
+      n.configs.push_back({label('c', c), cost(false), cost(true)});
+    p.nodes.push_back(n);
+  }
+  // dup[i][c]: config c of node i copies the edge rows of this config
+  std::vector<std::vector<int>> dup(static_cast<std::size_t>(nodes));
+  for (int i = 0; i < nodes; ++i)
+    for (int c = 0; c < m[std::size_t(i)]; ++c)
+      dup[std::size_t(i)].push_back(c > 0 && uni(0, 3) == 0 ? int(uni(0, c - 1)) : c);
+  for (auto [a, b] : edges) {
+    to::problem_edge e{a, b, {}, {}};
+    const int ra = m[std::size_t(a)], rb = m[std::size_t(b)];
+    e.time.resize(std::size_t(ra * rb));
+    e.memory.resize(std::size_t(ra * rb));
+    for (int x = 0; x < ra; ++x)
+      for (int y = 0; y < rb; ++y) {
+        const int dx = dup[std::size_t(a)][std::size_t(x)], dy = dup[std::size_t(b)][std::size_t(y)];
+        const std::size_t k = std::size_t(x * rb + y);
+        if (dx != x || dy != y) {
+          e.time[k] = e.time[std::size_t(dx * rb + dy)];
+          e.memory[k] = e.memory[std::size_t(dx * rb + dy)];
+        } else {
+          e.time[k] = cost(false);
+          e.memory[k] = uni(0, 2) == 0 ? 0 : cost(true);
+        }
+      }
+    p.edges.push_back(e);
+  }
+  return p;
+}
+
+struct cost_pair {
+  std::int64_t time, memory;
+  bool operator==(const cost_pair&) const = default;
+};
+
+// Brute force: every strategy, costed with cost_of, then the Pareto staircase.
+std::vector<cost_pair> brute_force(const to::problem& p) {
+  std::vector<int> choice(p.nodes.size(), 0);
+  std::vector<cost_pair> all;
+  while (true) {
+    const auto c = to::cost_of(p, choice);
+    all.push_back({c.time, c.memory});
+    std::size_t i = 0;
+    for (; i < choice.size(); ++i) {
+      if (++choice[i] < int(p.nodes[i].configs.size())) break;
+      choice[i] = 0;
+    }
+    if (i == choice.size()) break;
+  }
+  std::sort(all.begin(), all.end(), [](auto& a, auto& b) {
+    return a.memory != b.memory ? a.memory < b.memory : a.time < b.time;
+  });
+  std::vector<cost_pair> f;
+  for (auto& c : all)
+    if (f.empty() || c.time < f.back().time) f.push_back(c);
+  return f;
+}
+
+std::vector<cost_pair> costs(const to::frontier_result& r) {
+  std::vector<cost_pair> c;
+  for (auto& q : r.points) c.push_back({q.time, q.memory});
+  return c;
+}
+
+void check_recost(const to::problem& p, const to::frontier_result& r) {
+  for (std::size_t i = 0; i < r.points.size(); ++i) {
+    const auto c = to::cost_of(p, r.points[i].choice);
+    CHECK(c.time == r.points[i].time);
+    CHECK(c.memory == r.points[i].memory);
+    if (i > 0) {
+      CHECK(r.points[i - 1].memory < r.points[i].memory);
+      CHECK(r.points[i - 1].time > r.points[i].time);
+    }
+  }
+}
+
+std::size_t strategies(const to::problem& p) {
+  std::size_t n = 1;
+  for (auto& nd : p.nodes) n *= nd.configs.size();
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("frontier algebra: sum and union give pruned staircases with joined back-pointers") {
+  to::trace t;
+  const auto la = t.leaf(0, 0), lb = t.leaf(0, 1), lc = t.leaf(1, 0), ld = t.leaf(1, 1);
+  const auto a = to::make_frontier({{5, 1, la}, {1, 4, lb}, {6, 2, -1}, {5, 2, -1}});
+  REQUIRE(a.size() == 2);
+  CHECK(a.is_staircase());
+  CHECK(a.points[0] == to::frontier_point_ref{5, 1, la});
+  const auto b = to::make_frontier({{3, 0, lc}, {0, 3, ld}});
+  const auto s = to::minkowski_sum(a, b, t);
+  // sums: (8,1) (5,4) (4,4) (1,7) -> (8,1) (4,4) (1,7)
+  REQUIRE(s.size() == 3);
+  CHECK(s.points[0].time == 8);
+  CHECK(s.points[1].time == 4);
+  CHECK(s.points[1].memory == 4);
+  CHECK(s.points[2].time == 1);
+  std::vector<int> choice(2, -1);
+  t.recover(s.points[1].tag, choice);
+  CHECK(choice == std::vector<int>{1, 0});
+  const auto u = to::frontier_union(a, b);
+  // (3,0) (0,3) dominate a's points except none: (5,1) dominated by (3,0); (1,4) by (0,3)
+  CHECK(u == b);
+  const auto v = to::frontier_union(a, to::make_frontier({{2, 2, -1}}));
+  CHECK(v.size() == 3);
+  CHECK(v.is_staircase());
+}
+
+TEST_CASE("epsilon filter keeps a cover within (1 + delta) in time and never worse in memory") {
+  std::vector<to::frontier_point_ref> pts;
+  for (int i = 0; i < 50; ++i) pts.push_back({1000 - 10 * i, i, -1});
+  to::trace t;
+  const auto exact = to::make_frontier(pts);
+  const auto coarse = to::frontier_union(exact, to::frontier{}, 0.05);
+  CHECK(coarse.size() < exact.size());
+  for (auto& p : exact.points) {
+    bool covered = false;
+    for (auto& q : coarse.points)
+      covered = covered || (q.memory <= p.memory && double(q.time) <= 1.05 * double(p.time));
+    CHECK(covered);
+  }
+}
+
+TEST_CASE("exact frontier equals brute force on 400 random problems; every choice re-costs exactly") {
+  std::mt19937_64 rng(12345);
+  int checked = 0, points = 0;
+  for (int it = 0; it < 400; ++it) {
+    const int kind = it % 5;
+    const int nodes = 1 + int(rng() % 7);
+    const int max_configs = 1 + int(rng() % 8);
+    const bool real = (it / 5) % 2 == 1;
+    const auto p = random_problem(rng, kind, nodes, max_configs, real);
+    if (strategies(p) > 200000) continue;
+    CAPTURE(it);
+    const auto r = to::solve(p, {.epsilon = 0, .width_limit = 1u << 20, .group_configs = it % 7 != 0});
+    CHECK(r.exact);
+    CHECK(costs(r) == brute_force(p));
+    check_recost(p, r);
+    ++checked;
+    points += int(r.points.size());
+  }
+  CHECK(checked >= 300);
+  MESSAGE("problems checked: " << checked << ", frontier points: " << points);
+}
+
+TEST_CASE("chains, trees and series-parallel graphs never need a factor over more than two nodes") {
+  std::mt19937_64 rng(777);
+  for (int it = 0; it < 60; ++it) {
+    const int kind = it % 3;  // chain, tree, series-parallel
+    const auto p = random_problem(rng, kind, 2 + int(rng() % 30), 4, true);
+    CAPTURE(it);
+    const auto r = to::solve(p);
+    CHECK(r.max_width <= 2);
+    check_recost(p, r);
+  }
+}
+
+TEST_CASE("epsilon frontiers satisfy the bound and re-cost exactly") {
+  std::mt19937_64 rng(99);
+  for (int it = 0; it < 120; ++it) {
+    const auto p = random_problem(rng, it % 5, 2 + int(rng() % 6), 6, true);
+    if (strategies(p) > 200000) continue;
+    const double eps = it % 3 == 0 ? 0.01 : it % 3 == 1 ? 0.1 : 0.5;
+    CAPTURE(it);
+    const auto exact = brute_force(p);
+    const auto r = to::solve(p, {.epsilon = eps});
+    CHECK(!r.exact);
+    check_recost(p, r);
+    for (auto& e : exact) {
+      bool covered = false;
+      for (auto& q : r.points)
+        covered = covered || (q.memory <= e.memory && double(q.time) <= (1 + eps) * double(e.time));
+      CHECK(covered);
+    }
+    // no returned point beats the exact frontier
+    for (auto& q : r.points) {
+      bool dominated = false;
+      for (auto& e : exact) dominated = dominated || (e.memory <= q.memory && e.time <= q.time);
+      CHECK(dominated);
+    }
+  }
+}
+
+TEST_CASE("past the width limit the search restricts configs, says so, and stays feasible") {
+  std::mt19937_64 rng(4242);
+  int fallbacks = 0;
+  for (int it = 0; it < 40; ++it) {
+    const auto p = random_problem(rng, shape_kind::dag, 6, 8, true);
+    if (strategies(p) > 300000) continue;
+    const auto r = to::solve(p, {.width_limit = 8});
+    check_recost(p, r);
+    const auto exact = brute_force(p);
+    for (auto& q : r.points) {
+      bool dominated = false;
+      for (auto& e : exact) dominated = dominated || (e.memory <= q.memory && e.time <= q.time);
+      CHECK(dominated);
+    }
+    if (r.width_fallback) {
+      ++fallbacks;
+      CHECK(!r.exact);
+      CHECK(!r.note.empty());
+      CHECK(r.max_cells <= 8);
+    }
+  }
+  CHECK(fallbacks > 0);
+}
+
+TEST_CASE("queries return the right point and explain infeasible budgets") {
+  std::mt19937_64 rng(5);
+  for (int it = 0; it < 50; ++it) {
+    const auto p = random_problem(rng, it % 5, 2 + int(rng() % 5), 6, true);
+    if (strategies(p) > 100000) continue;
+    const auto r = to::solve(p);
+    const auto all = brute_force(p);
+    CHECK(to::least_memory(r).memory == all.front().memory);
+    CHECK(to::fastest(r).time == all.back().time);
+    for (auto& e : all) {
+      // fastest within exactly e.memory is e itself
+      CHECK(to::fastest_within(r, e.memory).time == e.time);
+      CHECK(to::fastest_within(r, e.memory + 0).memory == e.memory);
+    }
+    if (all.front().memory > 0) {
+      CHECK_THROWS_AS((void)to::fastest_within(r, all.front().memory - 1), to::infeasible);
+    }
+    for (double pct : {0.0, 1.0, 10.0, 100.0}) {
+      const auto& q = to::least_memory_within(r, pct);
+      const double limit = double(all.back().time) * (1 + pct / 100);
+      CHECK(double(q.time) <= limit);
+      for (auto& e : all)
+        if (double(e.time) <= limit) CHECK(q.memory <= e.memory);
+    }
+  }
+  to::frontier_result empty;
+  CHECK_THROWS_AS((void)to::least_memory(empty), to::infeasible);
+  to::problem one;
+  one.nodes = {{"x", {{"a", 10, 1 << 30}}}};
+  const auto r1 = to::solve(one);
+  try {
+    (void)to::fastest_within(r1, 1000);
+    FAIL("expected infeasible");
+  } catch (const to::infeasible& e) {
+    CHECK(std::string(e.what()).find("the least memory is 1.000 GiB") != std::string::npos);
+  }
+  CHECK_THROWS_AS((void)to::least_memory_within(r1, -1), to::invalid_argument);
+}
+
+TEST_CASE("solve rejects malformed in-memory problems and reports progress") {
+  to::problem p;
+  CHECK_THROWS_AS(to::solve(p), to::invalid_argument);
+  p.nodes = {{"a", {{"x", 1, 1}}}, {"b", {{"y", 1, 1}, {"z", 2, 0}}}};
+  p.edges = {{0, 1, {0}, {0, 0}}};
+  CHECK_THROWS_WITH_AS(to::solve(p), doctest::Contains("edges[0].time: expected 1 x 2"),
+                       to::invalid_argument);
+  p.edges = {{0, 1, {0, 1}, {0, 0}}};
+  int calls = 0;
+  const auto r = to::solve(p, {}, [&](const to::search_progress& s) {
+    ++calls;
+    CHECK(s.total == 2);
+  });
+  CHECK(calls == 2);
+  CHECK(r.points.size() == 2);
+  CHECK_THROWS_AS(to::solve(p, {.epsilon = -1}), to::invalid_argument);
+}
