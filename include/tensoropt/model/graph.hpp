@@ -33,29 +33,36 @@ enum class op_kind : std::uint8_t {
   input,
   /// Generalized linear: dims [batch..., contract..., out...] with
   /// attr[0] = #batch dims, attr[1] = #contract dims, attr[2] = #out dims,
-  /// attr[3] = 1 if it has a bias. input x[batch..., contract...];
-  /// params W[contract..., out...] (+ bias[out...]); output y[batch..., out...].
+  /// attr[3] bit 0 = has a bias, bit 1 = the weight is stored [out..., contract...]
+  /// (a weight tied to another op's parameter, e.g. GPT's LM head reading the token
+  /// table [v, h]; its tensor_map still says which axis follows which dim).
+  /// input x[batch..., contract...]; params W[contract..., out...] (+ bias[out...]);
+  /// output y[batch..., out...]. Lowering saves x (the input).
   linear,
   /// dims [b, cout, cin, oh, ow, kh, kw] (oh, ow, kh, kw unsplittable);
   /// input x[b, cin, ih, iw]; param W[cout, cin, kh, kw] (+ bias[cout]);
-  /// output y[b, cout, oh, ow]. attr[0] = stride, attr[1] = pad, attr[3] = has bias.
+  /// output y[b, cout, oh, ow]. attr[0] = stride, attr[1] = pad along rows (ih),
+  /// attr[2] = pad along columns (iw), attr[3] = has bias. Kernel size = extents
+  /// of kh, kw. x's ih, iw axes map to -1.
   conv2d,
   /// dims [b, c, oh, ow, kh, kw]; x[b, c, ih, iw] -> y[b, c, oh, ow].
   /// attr[0] = stride, attr[1] = pad, attr[2] = kernel.
   max_pool,
   avg_pool,
-  /// dims [b, c, h, w]; x[b, c, h, w] -> y[b, c] (mean over h, w).
+  /// dims [b, c, y, x]; x[b, c, y, x] -> out[b, c] (mean over y, x).
   global_avg_pool,
-  /// dims [b, c, h, w]; x -> y of the same shape; params gamma[c], beta[c].
-  /// Statistics over b, h, w (synchronized across devices when those are split).
+  /// dims [b, c, y, x]; x -> out of the same shape; params gamma[c], beta[c].
+  /// Statistics over b, y, x (synchronized across devices when those are split).
   batch_norm,
   /// dims [batch..., h] (h unsplittable); x -> y same shape; params gamma[h], beta[h].
   layer_norm,
   /// dims [batch..., v, h]; ids[batch...] (integer), table[v, h] -> y[batch..., h].
-  /// Splitting v leaves y partial (vocab-parallel embedding).
+  /// Splitting v leaves y partial (vocab-parallel embedding). attr[0] = 1: a second
+  /// param pos[s, h] (learned positions; s = the last batch dim, i.e. dims[nb - 1])
+  /// is added to y. Lowering saves the ids (4 bytes each).
   embedding,
   /// Attention core: dims [b, heads, sq, sk, d] (sq, sk, d unsplittable);
-  /// input qkv[b, s, 3, heads, d] -> y[b, s, heads, d].
+  /// input qkv[b, s, 3, heads, d] (map {b, sq, -1, heads, d}) -> y[b, s, heads, d].
   /// attr[0] = 1 if causal; attr[1] = dropout probability on the attention
   /// weights in 1e-6 units.
   attention,
@@ -64,13 +71,16 @@ enum class op_kind : std::uint8_t {
   relu,
   /// Elementwise; attr[1] = drop probability in 1e-6 units.
   dropout,
-  /// Elementwise sum of two inputs of one shape: dims = the tensor's axes.
+  /// Elementwise sum of inputs of one shape (two for a residual: x, then body(x);
+  /// one per branch for an add-merge): dims = the tensor's axes.
   add,
   /// Concatenation along one axis: dims = the output's axes with the concat axis
-  /// unsplittable; attr[0] = the concat axis; inputs in order.
+  /// unsplittable; attr[0] = the concat axis; inputs in order (each input's concat
+  /// axis maps to -1).
   concat,
   /// Mean softmax cross-entropy: dims [batch..., classes];
   /// inputs logits[batch..., classes], labels[batch...] (integer) -> loss (rank 0).
+  /// The labels come from an `input` op (attr[0] = 1) placed just before it.
   softmax_xent,
   /// Mixture-of-experts router (top-k gating, GShard): dims [g, s, e, h]
   /// (g = token groups, s = tokens per group); input x[g, s, h]; param Wg[h, e];
