@@ -1,0 +1,212 @@
+// Enumeration of the configs of one op (DESIGN.md section 4), their validity, and
+// their human-readable labels.
+//
+// A layout-config gives each mesh level a degree per splittable dim: a dim's
+// degrees over both levels multiply to a divisor of its extent, a level's degrees
+// multiply to a divisor of the level's size, and the rest of the level replicates
+// (replication is needed, e.g. for Megatron's layer norms). Each layout-config is
+// offered with recompute on/off (only for ops that save something for backward) and
+// shard_optimizer on/off (only for ops with parameters that are replicated).
+//
+// Bounding rules (enumerate_options; the defaults keep every op of the zoo at tens
+// to low hundreds of layout-configs, even for 384 nodes x 8):
+//   - max_split_dims[L]: at most this many dims split at level L
+//     (default 1 between nodes, 2 inside a node);
+//   - max_replication[L]: the split degrees of level L multiply to at least
+//     size_L / max_replication[L] (0 = no limit; default 1 between nodes, i.e. the
+//     node level is used fully, no limit inside a node). When no config of an op
+//     meets it, the configs with the largest achievable product at that level are
+//     kept instead, so every op has a config.
+// Levels of any size work: degrees are divisors, not powers of two.
+#pragma once
+#include <algorithm>
+#include <string>
+#include <vector>
+#include "../core/mesh.hpp"
+#include "../model/graph.hpp"
+#include "config.hpp"
+
+namespace tensoropt {
+
+struct enumerate_options {
+  std::array<int, max_levels> max_split_dims{1, 2};
+  std::array<index_t, max_levels> max_replication{1, 0};
+  bool recompute = true;        ///< offer recompute where meaningful
+  bool shard_optimizer = true;  ///< offer optimizer sharding where meaningful
+  constexpr bool operator==(const enumerate_options&) const = default;
+};
+
+namespace detail {
+constexpr std::vector<index_t> divisors(index_t n) {
+  std::vector<index_t> d;
+  for (index_t i = 1; i * i <= n; ++i)
+    if (n % i == 0) {
+      d.push_back(i);
+      if (i != n / i) d.push_back(n / i);
+    }
+  std::sort(d.begin(), d.end());
+  return d;
+}
+
+/// Every degree vector of one level: dims from `i` on, product dividing `budget`,
+/// at most `dims_left` dims split, each dim's total degree dividing its extent.
+constexpr void level_vectors(const op_node& op, int level, std::size_t i, index_t budget, int dims_left,
+                             op_config& cur, std::vector<op_config>& out) {
+  if (i == op.dims.size()) {
+    out.push_back(cur);
+    return;
+  }
+  level_vectors(op, level, i + 1, budget, dims_left, cur, out);
+  const auto& d = op.dims[i];
+  if (!d.splittable || dims_left == 0 || d.extent <= 1) return;
+  const index_t other = cur.total_degree(int(i));
+  for (index_t k : divisors(budget)) {
+    if (k == 1 || (d.extent % (other * k)) != 0) continue;
+    cur.degree[level][i] = std::int32_t(k);
+    level_vectors(op, level, i + 1, budget / k, dims_left - 1, cur, out);
+    cur.degree[level][i] = 1;
+  }
+}
+
+/// Keeps configs whose level-L product meets the replication bound, or else those
+/// with the largest product.
+constexpr std::vector<op_config> bound_replication(std::vector<op_config> v, int level, index_t size,
+                                                   index_t max_rep) {
+  if (max_rep <= 0 || v.empty()) return v;
+  std::vector<op_config> keep;
+  for (auto& c : v)
+    if (c.split_product(level) * max_rep >= size) keep.push_back(c);
+  if (!keep.empty()) return keep;
+  index_t best = 0;
+  for (auto& c : v) best = c.split_product(level) > best ? c.split_product(level) : best;
+  for (auto& c : v)
+    if (c.split_product(level) == best) keep.push_back(c);
+  return keep;
+}
+
+constexpr std::string int_str(std::int64_t v) {
+  char buf[24]{};
+  int n = 0;
+  const bool neg = v < 0;
+  std::uint64_t u = neg ? std::uint64_t(0) - std::uint64_t(v) : std::uint64_t(v);
+  do {
+    buf[n++] = char('0' + u % 10);
+    u /= 10;
+  } while (u > 0);
+  std::string s;
+  if (neg) s.push_back('-');
+  while (n > 0) s.push_back(buf[--n]);
+  return s;
+}
+/// Concatenation that works in constant expressions on GCC 12 (whose constexpr
+/// std::string rejects `literal + std::string&&` and moving into a string).
+constexpr std::string cat(std::initializer_list<std::string_view> parts) {
+  std::string s;
+  for (auto p : parts) s.append(p);
+  return s;
+}
+}  // namespace detail
+
+/// Whether some parameter of `op` is replicated under `c` (so sharding its
+/// optimizer state changes something).
+constexpr bool params_replicated(const op_graph& g, const op_node& op, const op_config& c,
+                                 const device_mesh& mesh) {
+  for (auto& p : op.params) {
+    const auto t = layout_of(op, p, g.tensors[p.tensor].rank, c, mesh, false);
+    if (t.replicate[0] * t.replicate[1] > 1) return true;
+  }
+  return false;
+}
+
+/// Whether recompute means something for `op` (it saves something for backward).
+constexpr bool can_recompute(const op_node& op) { return op.kind != op_kind::input && !op.saved.empty(); }
+
+/// The layout-configs of `op` on `mesh` (switches off), under the bounding rules.
+constexpr std::vector<op_config> enumerate_layouts(const op_node& op, const device_mesh& mesh,
+                                                   const enumerate_options& o = {}) {
+  std::vector<op_config> lvl0;
+  op_config cur;
+  detail::level_vectors(op, 0, 0, mesh.nodes, o.max_split_dims[0], cur, lvl0);
+  lvl0 = detail::bound_replication(std::move(lvl0), 0, mesh.nodes, o.max_replication[0]);
+  std::vector<op_config> all;
+  for (auto& c0 : lvl0) {
+    op_config c = c0;
+    detail::level_vectors(op, 1, 0, mesh.gpus_per_node, o.max_split_dims[1], c, all);
+  }
+  return detail::bound_replication(std::move(all), 1, mesh.gpus_per_node, o.max_replication[1]);
+}
+
+/// Every config of `op` on `mesh`: layout-configs times the meaningful switches.
+/// Configs of one layout are adjacent, switches off first.
+constexpr std::vector<op_config> enumerate_configs(const op_graph& g, const op_node& op, const device_mesh& mesh,
+                                                   const enumerate_options& o = {}) {
+  std::vector<op_config> out;
+  const bool rc = o.recompute && can_recompute(op);
+  for (auto& c : enumerate_layouts(op, mesh, o)) {
+    const bool zo = o.shard_optimizer && params_replicated(g, op, c, mesh);
+    for (int r = 0; r <= (rc ? 1 : 0); ++r)
+      for (int z = 0; z <= (zo ? 1 : 0); ++z) {
+        op_config x = c;
+        x.recompute = r;
+        x.shard_optimizer = z;
+        out.push_back(x);
+      }
+  }
+  return out;
+}
+
+/// Why `c` is not a legal config of `op` on `mesh`, or "" when it is: degrees at
+/// least 1, unsplittable dims unsplit, each dim's degrees dividing its extent, each
+/// level's degrees dividing the level size.
+constexpr std::string config_error(const op_node& op, const op_config& c, const device_mesh& mesh) {
+  for (int L = 0; L < max_levels; ++L) {
+    for (std::size_t i = op.dims.size(); i < std::size_t(max_op_dims); ++i)
+      if (c.degree[L][i] != 1) return detail::cat({"op '", op.name, "': a degree is set for a dim the op does not have"});
+    for (std::size_t i = 0; i < op.dims.size(); ++i) {
+      if (c.degree[L][i] < 1) return detail::cat({"op '", op.name, "': degrees must be at least 1"});
+      if (c.degree[L][i] > 1 && !op.dims[i].splittable)
+        return detail::cat({"op '", op.name, "': dim '", op.dims[i].name, "' cannot be split"});
+    }
+    if (mesh.level_size(L) % c.split_product(L) != 0)
+      return detail::cat({"op '", op.name, "': the degrees at mesh level ", detail::int_str(L), " multiply to ",
+                          detail::int_str(c.split_product(L)), ", which does not divide the level size ",
+                          detail::int_str(mesh.level_size(L))});
+  }
+  for (std::size_t i = 0; i < op.dims.size(); ++i)
+    if (op.dims[i].extent % c.total_degree(int(i)) != 0)
+      return detail::cat({"op '", op.name, "': degree ", detail::int_str(c.total_degree(int(i))),
+                          " does not divide dim '", op.dims[i].name, "' of extent ",
+                          detail::int_str(op.dims[i].extent)});
+  return "";
+}
+
+/// "b4 h2 | rc zo" on one node; "n:b2 g:b4 h2" across nodes; a level that splits
+/// nothing shows its replication ("g:r8"); "-" on one device. rc = recompute,
+/// zo = sharded optimizer state.
+constexpr std::string label_of(const op_node& op, const op_config& c, const device_mesh& mesh) {
+  std::string s;
+  for (int L = 0; L < max_levels; ++L) {
+    const index_t size = mesh.level_size(L);
+    if (size == 1) continue;
+    std::string part;
+    for (std::size_t i = 0; i < op.dims.size(); ++i)
+      if (c.degree[L][i] > 1) {
+        if (!part.empty()) part.push_back(' ');
+        part.append(op.dims[i].name).append(detail::int_str(c.degree[L][i]));
+      }
+    const index_t rep = size / c.split_product(L);
+    if (part.empty()) part.append("r").append(detail::int_str(rep));
+    if (!s.empty()) s.push_back(' ');
+    if (mesh.nodes > 1) s.append(L == 0 ? "n:" : "g:");
+    s.append(part);
+  }
+  if (s.empty()) s.append("-");
+  if (c.recompute || c.shard_optimizer) {
+    s.append(" |");
+    if (c.recompute) s.append(" rc");
+    if (c.shard_optimizer) s.append(" zo");
+  }
+  return s;
+}
+
+}  // namespace tensoropt
