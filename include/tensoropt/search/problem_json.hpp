@@ -1,0 +1,233 @@
+// The problem file "tensoropt-problem/1": writer and validating reader.
+//
+// Format (units: seconds and bytes):
+//   { "format": "tensoropt-problem/1", "memory_offset": <bytes>,
+//     "nodes": [ {"name": "<op>", "configs": [ {"label": "<config>", "time": <s>, "memory": <bytes>} ] } ],
+//     "edges": [ {"from": <node>, "to": <node>,
+//                 "time":   [[<s> per config of 'to'] per config of 'from'],
+//                 "memory": [[<bytes> ...] ...]} ] }
+// Times are stored in the library as integer picoseconds; the writer prints seconds with
+// enough digits to round-trip (nlohmann/json prints the shortest exact representation),
+// the reader converts back with llround(s * 1e12). Round trips are exact for times below
+// 2^51 ps (about 37 minutes per config or edge), which the reader checks.
+#pragma once
+#include <cmath>
+#include <string>
+#include <string_view>
+#include <nlohmann/json.hpp>
+#include "../core/error.hpp"
+#include "problem.hpp"
+#include "validate.hpp"
+
+namespace tensoropt {
+namespace detail {
+
+inline constexpr double max_json_seconds = double(std::int64_t(1) << 51) / ps_per_second;
+
+inline const nlohmann::json& json_field(const nlohmann::json& obj, const char* key,
+                                        const std::string& at) {
+  if (!obj.is_object()) throw format_error(at + ": expected an object, got " + obj.type_name());
+  auto it = obj.find(key);
+  if (it == obj.end())
+    throw format_error((at.empty() ? std::string() : at + ".") + key + ": missing field");
+  return *it;
+}
+
+inline std::string json_path(const std::string& at, const char* key) {
+  return at.empty() ? std::string(key) : at + "." + key;
+}
+
+inline cost_t json_seconds(const nlohmann::json& v, const std::string& at) {
+  if (!v.is_number()) throw format_error(at + ": expected a number of seconds, got " + v.type_name());
+  const double s = v.get<double>();
+  if (!std::isfinite(s)) throw format_error(at + ": must be finite, got " + v.dump());
+  if (s < 0) throw format_error(at + ": must be >= 0 seconds, got " + v.dump());
+  if (s > max_json_seconds)
+    throw format_error(at + ": " + v.dump() + " s is too large (at most " +
+                       std::to_string(max_json_seconds) + " s)");
+  return cost_t(std::llround(s * ps_per_second));
+}
+
+inline cost_t json_bytes(const nlohmann::json& v, const std::string& at) {
+  if (v.is_number_unsigned()) {
+    const auto b = v.get<std::uint64_t>();
+    if (b > std::uint64_t(INT64_MAX)) throw format_error(at + ": " + v.dump() + " bytes is too large");
+    return cost_t(b);
+  }
+  if (v.is_number_integer()) {
+    const auto b = v.get<std::int64_t>();
+    if (b < 0) throw format_error(at + ": must be >= 0 bytes, got " + v.dump());
+    return b;
+  }
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (!std::isfinite(d)) throw format_error(at + ": must be finite, got " + v.dump());
+    if (d < 0) throw format_error(at + ": must be >= 0 bytes, got " + v.dump());
+    if (d != std::floor(d)) throw format_error(at + ": must be a whole number of bytes, got " + v.dump());
+    if (d >= 9.2e18) throw format_error(at + ": " + v.dump() + " bytes is too large");
+    return cost_t(d);
+  }
+  throw format_error(at + ": expected a number of bytes, got " + std::string(v.type_name()));
+}
+
+inline const nlohmann::json& json_array(const nlohmann::json& v, const std::string& at) {
+  if (!v.is_array()) throw format_error(at + ": expected an array, got " + v.type_name());
+  return v;
+}
+
+inline std::string json_string(const nlohmann::json& v, const std::string& at) {
+  if (!v.is_string()) throw format_error(at + ": expected a string, got " + v.type_name());
+  return v.get<std::string>();
+}
+
+inline int json_node_index(const nlohmann::json& v, const std::string& at, std::size_t nodes) {
+  if (!v.is_number_integer())
+    throw format_error(at + ": expected a node index (integer), got " + v.dump());
+  const auto i = v.get<std::int64_t>();
+  if (i < 0 || std::size_t(i) >= nodes)
+    throw format_error(at + ": node " + v.dump() + " does not exist (there are " +
+                       std::to_string(nodes) + " nodes, 0-based)");
+  return int(i);
+}
+
+inline double seconds_of(cost_t ps) { return double(ps) / ps_per_second; }
+
+}  // namespace detail
+
+/// The problem as a JSON value in the "tensoropt-problem/1" format.
+inline nlohmann::ordered_json problem_to_json(const problem& p) {
+  nlohmann::ordered_json j;
+  j["format"] = "tensoropt-problem/1";
+  j["memory_offset"] = p.memory_offset;
+  j["nodes"] = nlohmann::ordered_json::array();
+  for (auto& n : p.nodes) {
+    nlohmann::ordered_json jn;
+    jn["name"] = n.name;
+    jn["configs"] = nlohmann::ordered_json::array();
+    for (auto& c : n.configs)
+      jn["configs"].push_back({{"label", c.label}, {"time", detail::seconds_of(c.time)}, {"memory", c.memory}});
+    j["nodes"].push_back(std::move(jn));
+  }
+  j["edges"] = nlohmann::ordered_json::array();
+  for (auto& e : p.edges) {
+    nlohmann::ordered_json je;
+    je["from"] = e.from;
+    je["to"] = e.to;
+    const std::size_t cols = e.to >= 0 && std::size_t(e.to) < p.nodes.size()
+                                 ? p.nodes[std::size_t(e.to)].configs.size() : e.time.size();
+    auto& t = je["time"] = nlohmann::ordered_json::array();
+    auto& m = je["memory"] = nlohmann::ordered_json::array();
+    for (std::size_t r = 0; cols > 0 && r * cols < e.time.size(); ++r) {
+      auto tr = nlohmann::ordered_json::array(), mr = nlohmann::ordered_json::array();
+      for (std::size_t c = 0; c < cols; ++c) {
+        tr.push_back(detail::seconds_of(e.time[r * cols + c]));
+        mr.push_back(r * cols + c < e.memory.size() ? e.memory[r * cols + c] : 0);
+      }
+      t.push_back(std::move(tr));
+      m.push_back(std::move(mr));
+    }
+    j["edges"].push_back(std::move(je));
+  }
+  return j;
+}
+
+/// The problem file's text: one node or edge per line. Throws invalid_argument if `p`
+/// is malformed (see `validate`).
+inline std::string write_problem_json(const problem& p) {
+  validate(p);
+  const auto j = problem_to_json(p);
+  std::string s = "{\"format\": \"tensoropt-problem/1\",\n \"memory_offset\": " +
+                  j["memory_offset"].dump() + ",\n \"nodes\": [";
+  for (std::size_t i = 0; i < p.nodes.size(); ++i)
+    s += (i ? ",\n  " : "\n  ") + j["nodes"][i].dump();
+  s += "],\n \"edges\": [";
+  for (std::size_t i = 0; i < p.edges.size(); ++i)
+    s += (i ? ",\n  " : "\n  ") + j["edges"][i].dump();
+  s += "]}\n";
+  return s;
+}
+
+/// Reads a problem from a JSON value, checking everything; throws format_error naming
+/// the field and position (e.g. "edges[3].time[2]: expected 5 values (configs of node 7
+/// 'fc1'), got 4").
+inline problem problem_from_json(const nlohmann::json& j) {
+  using detail::json_field, detail::json_path;
+  if (!j.is_object()) throw format_error(std::string("problem: expected a JSON object, got ") + j.type_name());
+  const auto& fmt = json_field(j, "format", "");
+  if (!fmt.is_string() || fmt.get<std::string>() != "tensoropt-problem/1")
+    throw format_error("format: expected \"tensoropt-problem/1\", got " + fmt.dump());
+  problem p;
+  p.memory_offset = detail::json_bytes(json_field(j, "memory_offset", ""), "memory_offset");
+  const auto& nodes = detail::json_array(json_field(j, "nodes", ""), "nodes");
+  if (nodes.empty()) throw format_error("nodes: the problem has no nodes; add at least one");
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const std::string at = "nodes[" + std::to_string(i) + "]";
+    problem_node n;
+    n.name = detail::json_string(json_field(nodes[i], "name", at), json_path(at, "name"));
+    const auto& cfgs = detail::json_array(json_field(nodes[i], "configs", at), json_path(at, "configs"));
+    if (cfgs.empty())
+      throw format_error(at + ".configs: node " + std::to_string(i) + " '" + n.name +
+                         "' has no configs; every node needs at least one");
+    for (std::size_t c = 0; c < cfgs.size(); ++c) {
+      const std::string cat = at + ".configs[" + std::to_string(c) + "]";
+      problem_config cf;
+      cf.label = detail::json_string(json_field(cfgs[c], "label", cat), json_path(cat, "label"));
+      cf.time = detail::json_seconds(json_field(cfgs[c], "time", cat), json_path(cat, "time"));
+      cf.memory = detail::json_bytes(json_field(cfgs[c], "memory", cat), json_path(cat, "memory"));
+      n.configs.push_back(std::move(cf));
+    }
+    p.nodes.push_back(std::move(n));
+  }
+  const auto& edges = detail::json_array(json_field(j, "edges", ""), "edges");
+  auto node_ref = [&](int i) {
+    return "node " + std::to_string(i) + " '" + p.nodes[std::size_t(i)].name + "'";
+  };
+  for (std::size_t k = 0; k < edges.size(); ++k) {
+    const std::string at = "edges[" + std::to_string(k) + "]";
+    problem_edge e;
+    e.from = detail::json_node_index(json_field(edges[k], "from", at), json_path(at, "from"), p.nodes.size());
+    e.to = detail::json_node_index(json_field(edges[k], "to", at), json_path(at, "to"), p.nodes.size());
+    if (e.from == e.to) throw format_error(at + ": a self-loop on " + node_ref(e.from));
+    const std::size_t rows = p.nodes[std::size_t(e.from)].configs.size();
+    const std::size_t cols = p.nodes[std::size_t(e.to)].configs.size();
+    for (const char* key : {"time", "memory"}) {
+      const std::string mat = json_path(at, key);
+      const auto& m = detail::json_array(json_field(edges[k], key, at), mat);
+      if (m.size() != rows)
+        throw format_error(mat + ": expected " + std::to_string(rows) + " rows (configs of " +
+                           node_ref(e.from) + "), got " + std::to_string(m.size()));
+      auto& out = key[0] == 't' ? e.time : e.memory;
+      out.reserve(rows * cols);
+      for (std::size_t r = 0; r < rows; ++r) {
+        const std::string row = mat + "[" + std::to_string(r) + "]";
+        const auto& jr = detail::json_array(m[r], row);
+        if (jr.size() != cols)
+          throw format_error(row + ": expected " + std::to_string(cols) + " values (configs of " +
+                             node_ref(e.to) + "), got " + std::to_string(jr.size()));
+        for (std::size_t c = 0; c < cols; ++c) {
+          const std::string v = row + "[" + std::to_string(c) + "]";
+          out.push_back(key[0] == 't' ? detail::json_seconds(jr[c], v) : detail::json_bytes(jr[c], v));
+        }
+      }
+    }
+    p.edges.push_back(std::move(e));
+  }
+  detail::check_problem<format_error>(p);  // cycles, and anything missed above
+  return p;
+}
+
+/// Reads a problem file's text; throws format_error on malformed JSON (with the byte
+/// position) or any check of `problem_from_json`.
+inline problem read_problem_json(std::string_view text) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw format_error("problem JSON: not valid JSON at byte " + std::to_string(e.byte) + ": " + e.what());
+  } catch (const nlohmann::json::exception& e) {
+    throw format_error(std::string("problem JSON: ") + e.what());
+  }
+  return problem_from_json(j);
+}
+
+}  // namespace tensoropt
