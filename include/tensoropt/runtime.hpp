@@ -1,0 +1,14 @@
+// Umbrella header of the runtime (CPU backend, local communicator, executor,
+// trainer, checkpoints). Needs CBLAS (link tensoropt::runtime); the MPI
+// communicator is separate: <tensoropt/runtime/mpi_comm.hpp>.
+#pragma once
+#include "tensoropt.hpp"
+#include "runtime/backend.hpp"
+#include "runtime/comm.hpp"
+#include "runtime/sharding.hpp"
+#include "runtime/op_context.hpp"
+#include "runtime/kernels.hpp"
+#include "runtime/optimizer.hpp"
+#include "runtime/executor.hpp"
+#include "runtime/checkpoint.hpp"
+#include "runtime/trainer.hpp"

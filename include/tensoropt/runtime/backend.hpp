@@ -1,0 +1,113 @@
+// The CPU backend: per-device memory accounting, counted fp32 buffers and the
+// BLAS (CBLAS / OpenBLAS) GEMM every matrix product of the runtime goes through.
+//
+// A backend is memory plus kernels. Every buffer the runtime allocates for a device
+// is charged to that device's `memory_stats` (current and peak bytes), so after a
+// step each device can report the most it held and the planner's prediction can be
+// compared with it. The CUDA backend provides the same two things.
+#pragma once
+#include <cblas.h>
+#include <algorithm>
+#include <atomic>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include "../core/error.hpp"
+
+namespace tensoropt::runtime {
+
+/// Bytes a device holds now and the most it held since the last reset.
+struct memory_stats {
+  std::int64_t current = 0;
+  std::int64_t peak = 0;
+  void add(std::int64_t b) {
+    current += b;
+    peak = std::max(peak, current);
+  }
+  void reset_peak() { peak = current; }
+};
+
+/// An fp32 array charged to one device's memory_stats (move-only).
+class buffer {
+ public:
+  buffer() = default;
+  /// `n` zero-initialized floats charged to `stats` (which may be null: uncounted).
+  buffer(std::size_t n, memory_stats* stats) : data_(n ? new float[n]() : nullptr), size_(n), stats_(stats) {
+    if (stats_) stats_->add(std::int64_t(n * sizeof(float)));
+  }
+  buffer(std::span<const float> v, memory_stats* stats) : buffer(v.size(), stats) {
+    std::copy(v.begin(), v.end(), data_.get());
+  }
+  buffer(buffer&& o) noexcept { swap(o); }
+  buffer& operator=(buffer&& o) noexcept {
+    buffer t(std::move(o));
+    swap(t);
+    return *this;
+  }
+  ~buffer() {
+    if (stats_) stats_->add(-std::int64_t(size_ * sizeof(float)));
+  }
+  float* data() { return data_.get(); }
+  const float* data() const { return data_.get(); }
+  std::size_t size() const { return size_; }
+  float& operator[](std::size_t i) { return data_[i]; }
+  float operator[](std::size_t i) const { return data_[i]; }
+  std::span<float> span() { return {data_.get(), size_}; }
+  std::span<const float> span() const { return {data_.get(), size_}; }
+  memory_stats* stats() const { return stats_; }
+  void fill(float v) { std::fill_n(data_.get(), size_, v); }
+
+ private:
+  void swap(buffer& o) noexcept {
+    std::swap(data_, o.data_);
+    std::swap(size_, o.size_);
+    std::swap(stats_, o.stats_);
+  }
+  std::unique_ptr<float[]> data_;
+  std::size_t size_ = 0;
+  memory_stats* stats_ = nullptr;
+};
+
+/// A backend owns a device's memory accounting and allocates counted buffers.
+template <class B>
+concept Backend = requires(B& b, std::size_t n) {
+  { b.allocate(n) } -> std::same_as<buffer>;
+  { b.memory() } -> std::convertible_to<const memory_stats&>;
+};
+
+/// The CPU backend of one device: counted allocations; kernels are the functions of
+/// kernels.hpp, GEMMs through CBLAS.
+class cpu_backend {
+ public:
+  buffer allocate(std::size_t n) { return buffer(n, &stats_); }
+  buffer copy(std::span<const float> v) { return buffer(v, &stats_); }
+  const memory_stats& memory() const { return stats_; }
+  memory_stats& memory() { return stats_; }
+
+ private:
+  memory_stats stats_;
+};
+static_assert(Backend<cpu_backend>);
+
+/// C[m x n] = alpha * op(A) op(B) + beta * C, row-major, through CBLAS.
+/// op(A) is m x k (A stored k x m when trans_a), op(B) is k x n (B stored n x k when
+/// trans_b). lda/ldb/ldc default to the dense row strides.
+inline void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                 const float* a, const float* b, float beta, float* c, std::int64_t lda = 0,
+                 std::int64_t ldb = 0, std::int64_t ldc = 0) {
+  if (m == 0 || n == 0) return;
+  if (lda == 0) lda = trans_a ? m : k;
+  if (ldb == 0) ldb = trans_b ? k : n;
+  if (ldc == 0) ldc = n;
+  if (k == 0) {
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0 ? 0.f : beta * c[i * ldc + j];
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+              int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
+}
+
+}  // namespace tensoropt::runtime

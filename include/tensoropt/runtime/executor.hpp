@@ -1,0 +1,432 @@
+// The SPMD executor: one device's share of a training step of an op graph under a
+// plan (one op_config per op + the micro-batch count), on a communicator.
+//
+// Forward, per op: redistribute each input (and param) from where it lives into the
+// layout the op's config needs, run the local kernel, keep what backward needs (only
+// the inputs under recompute). Backward mirrors it: the output gradient arrives in
+// the op's output layout (replicated over the dims it reduced), the kernel writes
+// partial input and param gradients, which are reduced into the producer's layout.
+// Param gradients accumulate locally over micro-batches and are synchronized once
+// per step into the optimizer's shards (an all-reduce, or a reduce-scatter followed
+// by an all-gather of the updated weights under shard_optimizer).
+//
+// A parameter lives in the layout its first user needs; under that user's
+// shard_optimizer its optimizer state (and the update) is further split over the
+// replicas along the first axis that divides evenly.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+#include "kernels.hpp"
+#include "optimizer.hpp"
+
+namespace tensoropt::runtime {
+
+/// What the executor runs: one config per op of the graph, the micro-batch count and
+/// the device mesh the configs are for.
+struct training_plan {
+  std::vector<op_config> configs;
+  int micro_batches = 1;
+  device_mesh mesh{1, 1};
+};
+
+/// One global batch: one array per input op of the graph, in op order, each the
+/// whole (global) input tensor in row-major order (integer ids as exact floats).
+using batch = std::vector<std::vector<float>>;
+
+class executor {
+ public:
+  /// Throws invalid_argument when the plan does not belong to the graph or the
+  /// communicator's size is not the plan's device count.
+  executor(const op_graph& g, training_plan plan, communicator& comm, optimizer_options opt = {},
+           std::uint64_t seed = 1234)
+      : full_(g), plan_(std::move(plan)), comm_(comm), opt_(opt), seed_(seed) {
+    check_plan();
+    graph_ = with_batch(full_, full_.batch / plan_.micro_batches);
+    build();
+  }
+
+  /// One training step on the global batch `b`: forward and backward over the
+  /// micro-batches, gradient synchronization, optimizer update. Returns the loss
+  /// (the same on every device). All devices must call it together.
+  float step(const batch& b) {
+    check_batch(b);
+    be_.memory().reset_peak();
+    for (auto& a : pacc_)
+      for (auto& p : a) p.fill(0.f);
+    double loss = 0;
+    for (int m = 0; m < plan_.micro_batches; ++m) loss += micro_step(b, m);
+    sync_and_update();
+    ++step_;
+    return float(loss / plan_.micro_batches);
+  }
+
+  /// The whole parameter `name` (collective: every device must call it).
+  std::vector<float> gather(const std::string& name) { return gather(param_index(name), -1); }
+  /// The whole tensor of parameter `t` (state < 0) or of its optimizer state array.
+  std::vector<float> gather(int t, int state) {
+    const auto& P = params_[std::size_t(t)];
+    const placement full = replicated(graph_.tensors[std::size_t(t)], int(plan_.mesh.devices()));
+    buffer out = state < 0 ? redistribute(comm_, P.place, P.value, full, be_)
+                           : redistribute(comm_, P.opt_place, P.state[std::size_t(state)], full, be_);
+    return {out.span().begin(), out.span().end()};
+  }
+  /// Sets parameter `t` (state < 0) or its optimizer state from the whole tensor.
+  void scatter(int t, int state, std::span<const float> whole) {
+    auto& P = params_[std::size_t(t)];
+    const auto& ti = graph_.tensors[std::size_t(t)];
+    const placement& pl = state < 0 ? P.place : P.opt_place;
+    shard_box all;
+    all.len.fill(1);
+    for (int a = 0; a < ti.rank; ++a) all.len[a] = ti.extents[a];
+    const auto& mine = pl.box[std::size_t(comm_.rank())];
+    buffer& dst = state < 0 ? P.value : P.state[std::size_t(state)];
+    detail::copy_region(whole.data(), all, dst.data(), mine, mine.lo, mine.len, ti.rank, false);
+  }
+  int param_index(const std::string& name) const {
+    for (std::size_t t = 0; t < graph_.tensors.size(); ++t)
+      if (graph_.tensors[t].parameter && graph_.tensors[t].name == name) return int(t);
+    throw invalid_argument("no parameter named '" + name + "' in graph '" + graph_.name + "'");
+  }
+  /// Parameter tensors (indices into graph().tensors) in graph order.
+  std::vector<int> parameters() const {
+    std::vector<int> v;
+    for (std::size_t t = 0; t < graph_.tensors.size(); ++t)
+      if (graph_.tensors[t].parameter) v.push_back(int(t));
+    return v;
+  }
+  const op_graph& graph() const { return full_; }
+  const training_plan& plan() const { return plan_; }
+  const optimizer_options& optimizer() const { return opt_; }
+  std::int64_t steps() const { return step_; }
+  void set_steps(std::int64_t s) { step_ = s; }
+  communicator& comm() { return comm_; }
+  /// This device's memory: current bytes and the peak of the last step.
+  const memory_stats& memory() const { return be_.memory(); }
+
+ private:
+  struct param_slot {
+    placement place, opt_place;
+    buffer value;
+    std::vector<buffer> state;
+    std::vector<std::pair<int, int>> users;  // (op, param slot)
+  };
+  struct op_plan {
+    std::vector<placement> in, din, par, dpar;
+    placement out, dout;
+  };
+  struct saved_op {
+    std::vector<std::shared_ptr<const buffer>> in, par;
+    op_state state;
+  };
+
+  void check_plan() {
+    if (plan_.configs.size() != full_.ops.size())
+      throw invalid_argument("the plan has " + std::to_string(plan_.configs.size()) + " op configs but graph '" +
+                             full_.name + "' has " + std::to_string(full_.ops.size()) +
+                             " ops; is the plan for another model?");
+    if (comm_.size() != plan_.mesh.devices())
+      throw invalid_argument("the plan is for " + plan_.mesh.describe() + " (" +
+                             std::to_string(plan_.mesh.devices()) + " devices) but the communicator has " +
+                             std::to_string(comm_.size()) + "; run it on " + std::to_string(plan_.mesh.devices()) +
+                             " devices");
+    if (plan_.micro_batches < 1 || full_.batch % plan_.micro_batches != 0)
+      throw invalid_argument("micro-batch count " + std::to_string(plan_.micro_batches) +
+                             " does not divide the global batch " + std::to_string(full_.batch));
+  }
+
+  void build() {
+    const int n = int(graph_.ops.size());
+    plans_.resize(std::size_t(n));
+    pacc_.resize(std::size_t(n));
+    params_.resize(graph_.tensors.size());
+    consumers_.assign(graph_.tensors.size(), 0);
+    loss_op_ = -1;
+    for (int j = 0; j < n; ++j) {
+      const auto& op = graph_.ops[std::size_t(j)];
+      const auto& c = plan_.configs[std::size_t(j)];
+      validate(op, c, plan_.mesh);
+      auto& P = plans_[std::size_t(j)];
+      auto tensor = [&](const tensor_map& m) -> const tensor_info& { return graph_.tensors[std::size_t(m.tensor)]; };
+      for (auto& m : op.inputs) {
+        P.in.push_back(place(op, m, tensor(m), c, plan_.mesh, false));
+        P.din.push_back(place(op, m, tensor(m), c, plan_.mesh, true));
+        ++consumers_[std::size_t(m.tensor)];
+      }
+      for (std::size_t s = 0; s < op.params.size(); ++s) {
+        const auto& m = op.params[s];
+        P.par.push_back(place(op, m, tensor(m), c, plan_.mesh, false));
+        P.dpar.push_back(place(op, m, tensor(m), c, plan_.mesh, true));
+        pacc_[std::size_t(j)].push_back(be_.allocate(std::size_t(P.dpar.back().box[me()].size(tensor(m).rank))));
+        auto& ps = params_[std::size_t(m.tensor)];
+        if (ps.users.empty()) init_param(j, int(s));
+        ps.users.push_back({j, int(s)});
+      }
+      P.out = place(op, op.output, tensor(op.output), c, plan_.mesh, true);
+      P.dout = place(op, op.output, tensor(op.output), c, plan_.mesh, false);
+      if (op.kind == op_kind::softmax_xent) {
+        if (loss_op_ >= 0)
+          throw invalid_argument("graph '" + graph_.name + "' has two losses ('" + graph_.ops[std::size_t(loss_op_)].name +
+                                 "' and '" + op.name + "'); the runtime trains one");
+        loss_op_ = j;
+      }
+    }
+    if (loss_op_ < 0) throw invalid_argument("graph '" + graph_.name + "' has no softmax_xent loss to train");
+    for (std::size_t t = 0; t < graph_.tensors.size(); ++t)
+      if (graph_.tensors[t].parameter && params_[t].users.empty())
+        throw invalid_argument("parameter '" + graph_.tensors[t].name + "' is used by no op");
+  }
+
+  std::size_t me() const { return std::size_t(comm_.rank()); }
+
+  void init_param(int j, int s) {
+    const auto& op = graph_.ops[std::size_t(j)];
+    const auto& m = op.params[std::size_t(s)];
+    const auto& t = graph_.tensors[std::size_t(m.tensor)];
+    auto& P = params_[std::size_t(m.tensor)];
+    P.place = plans_[std::size_t(j)].par[std::size_t(s)];
+    P.opt_place = P.place;
+    if (plan_.configs[std::size_t(j)].shard_optimizer) shard_over_replicas(P.opt_place, t.rank);
+    P.value = be_.allocate(std::size_t(P.place.box[me()].size(t.rank)));
+    for (int k = 0; k < opt_.states(); ++k)
+      P.state.push_back(be_.allocate(std::size_t(P.opt_place.box[me()].size(t.rank))));
+    // Deterministic init from the global element index: the same under any plan.
+    float value = 0, scale = 0;
+    const bool norm = op.kind == op_kind::layer_norm || op.kind == op_kind::batch_norm;
+    const bool bias = (op.kind == op_kind::linear || op.kind == op_kind::conv2d) && s == 1;
+    if (norm) value = s == 0 ? 1.f : 0.f;
+    else if (!bias) {
+      double fan_in = 1;
+      for (int a = 0; a < t.rank; ++a) {
+        bool in_out = false;
+        for (int b = 0; b < max_tensor_rank; ++b) in_out = in_out || (m.dim[a] >= 0 && op.output.dim[b] == m.dim[a]);
+        if (!in_out) fan_in *= double(t.extents[a]);
+      }
+      scale = float(1.0 / std::sqrt(fan_in));
+    }
+    const auto& box = P.place.box[me()];
+    for_each_global(t.extents, box.lo, box.len, t.rank, 0, [&](index_t i, std::uint64_t gi) {
+      P.value[std::size_t(i)] = scale == 0 ? value : (2.f * uniform01(seed_, std::uint64_t(m.tensor), gi) - 1.f) * scale;
+    });
+  }
+
+  /// Splits each device's box over its replicas (devices holding the same box) along
+  /// the first axis the replica count divides; leaves the box whole when none does.
+  static void shard_over_replicas(placement& p, int rank) {
+    const placement orig = p;
+    for (std::size_t r = 0; r < p.box.size(); ++r) {
+      int count = 0, index = 0;
+      for (std::size_t q = 0; q < p.box.size(); ++q)
+        if (orig.box[q] == orig.box[r]) {
+          if (q < r) ++index;
+          ++count;
+        }
+      for (int a = 0; a < rank && count > 1; ++a)
+        if (orig.box[r].len[a] % count == 0) {
+          p.box[r].len[a] = orig.box[r].len[a] / count;
+          p.box[r].lo[a] = orig.box[r].lo[a] + index * p.box[r].len[a];
+          break;
+        }
+    }
+  }
+
+  std::shared_ptr<const buffer> fetch(const placement& from, const std::shared_ptr<const buffer>& data,
+                                      const placement& to) {
+    if (from == to) return data;
+    return std::make_shared<const buffer>(redistribute(comm_, from, *data, to, be_));
+  }
+  std::shared_ptr<const buffer> fetch_param(int j, int s) {
+    const auto& m = graph_.ops[std::size_t(j)].params[std::size_t(s)];
+    auto& P = params_[std::size_t(m.tensor)];
+    const auto& want = plans_[std::size_t(j)].par[std::size_t(s)];
+    if (P.place == want) return std::shared_ptr<const buffer>(&P.value, [](const buffer*) {});
+    return std::make_shared<const buffer>(redistribute(comm_, P.place, P.value, want, be_));
+  }
+
+  /// This device's shard of micro-batch `m` of input op `j`'s tensor.
+  std::shared_ptr<const buffer> feed(const batch& b, int input_no, int j, int m) {
+    const auto& op = graph_.ops[std::size_t(j)];
+    const auto& t = graph_.tensors[std::size_t(op.output.tensor)];
+    const auto& full = full_.tensors[std::size_t(op.output.tensor)];
+    shard_box mine = plans_[std::size_t(j)].out.box[me()];
+    shard_box whole;
+    whole.len.fill(1);
+    for (int a = 0; a < t.rank; ++a) whole.len[a] = full.extents[a];
+    if (plan_.micro_batches > 1) {
+      int axis = -1;
+      for (int a = 0; a < t.rank && axis < 0; ++a)
+        if (op.output.dim[a] >= 0 && op.dims[std::size_t(op.output.dim[a])].batch) axis = a;
+      if (axis < 0)
+        throw invalid_argument("input '" + op.name + "' has no batch axis to split into micro-batches");
+      mine.lo[axis] += m * t.extents[axis];
+    }
+    auto out = std::make_shared<buffer>(be_.allocate(std::size_t(mine.size(t.rank))));
+    detail::copy_region(b[std::size_t(input_no)].data(), whole, out->data(), mine, mine.lo, mine.len, t.rank, false);
+    return out;
+  }
+
+  op_context context(int j, int m) {
+    op_context c(graph_, j, plan_.configs[std::size_t(j)], plan_.mesh, comm_, be_);
+    c.seed = seed_;
+    c.step = std::uint64_t(step_);
+    c.micro = m;
+    return c;
+  }
+
+  static std::vector<const buffer*> raw(const std::vector<std::shared_ptr<const buffer>>& v) {
+    std::vector<const buffer*> r;
+    for (auto& p : v) r.push_back(p.get());
+    return r;
+  }
+
+  double micro_step(const batch& b, int m) {
+    const int n = int(graph_.ops.size());
+    std::vector<std::shared_ptr<const buffer>> act(graph_.tensors.size());
+    std::vector<int> left = consumers_;
+    std::vector<saved_op> saved(static_cast<std::size_t>(n));
+    double loss = 0;
+    int input_no = 0;
+    for (int j = 0; j < n; ++j) {
+      const auto& op = graph_.ops[std::size_t(j)];
+      const auto& P = plans_[std::size_t(j)];
+      if (op.kind == op_kind::input) {
+        act[std::size_t(op.output.tensor)] = feed(b, input_no++, j, m);
+        continue;
+      }
+      auto& S = saved[std::size_t(j)];
+      for (std::size_t s = 0; s < op.inputs.size(); ++s) {
+        const int t = op.inputs[s].tensor;
+        const int p = graph_.tensors[std::size_t(t)].producer;
+        S.in.push_back(fetch(plans_[std::size_t(p)].out, act[std::size_t(t)], P.in[s]));
+        if (--left[std::size_t(t)] == 0) act[std::size_t(t)].reset();
+      }
+      for (std::size_t s = 0; s < op.params.size(); ++s) S.par.push_back(fetch_param(j, int(s)));
+      auto c = context(j, m);
+      auto k = kernels::kernel_of(op.kind);
+      auto in = raw(S.in), par = raw(S.par);
+      buffer y = k.forward(c, in, par, S.state);
+      if (plan_.configs[std::size_t(j)].recompute) {
+        S.state = {};
+        S.par.clear();
+      }
+      if (j == loss_op_) {
+        const placement one = replicated(graph_.tensors[std::size_t(op.output.tensor)], int(plan_.mesh.devices()));
+        loss = redistribute(comm_, P.out, y, one, be_)[0];
+      }
+      act[std::size_t(op.output.tensor)] = std::make_shared<const buffer>(std::move(y));
+    }
+    act.clear();
+    backward(saved, m);
+    return loss;
+  }
+
+  void backward(std::vector<saved_op>& saved, int m) {
+    const int n = int(graph_.ops.size());
+    std::vector<std::unique_ptr<buffer>> grad(graph_.tensors.size());
+    {
+      auto seed = std::make_unique<buffer>(be_.allocate(1));
+      (*seed)[0] = 1.f / float(plan_.micro_batches);
+      grad[std::size_t(graph_.ops[std::size_t(loss_op_)].output.tensor)] = std::move(seed);
+    }
+    for (int j = n - 1; j >= 0; --j) {
+      const auto& op = graph_.ops[std::size_t(j)];
+      auto& S = saved[std::size_t(j)];
+      auto dy = std::move(grad[std::size_t(op.output.tensor)]);
+      if (op.kind == op_kind::input || !dy) {
+        S = {};
+        continue;
+      }
+      const auto& P = plans_[std::size_t(j)];
+      auto c = context(j, m);
+      auto k = kernels::kernel_of(op.kind);
+      if (plan_.configs[std::size_t(j)].recompute) {
+        for (std::size_t s = 0; s < op.params.size(); ++s) S.par.push_back(fetch_param(j, int(s)));
+        auto in = raw(S.in), par = raw(S.par);
+        k.forward(c, in, par, S.state);
+      }
+      std::vector<buffer> din, dpar;
+      for (auto& mp : op.inputs)
+        din.push_back(graph_.tensors[std::size_t(mp.tensor)].integer ? buffer{}
+                                                                       : be_.allocate(std::size_t(c.local_size(mp))));
+      for (auto& mp : op.params) dpar.push_back(be_.allocate(std::size_t(c.local_size(mp))));
+      auto in = raw(S.in), par = raw(S.par);
+      k.backward(c, in, par, S.state, *dy, din, dpar);
+      S = {};
+      dy.reset();
+      for (std::size_t s = 0; s < op.inputs.size(); ++s) {
+        const int t = op.inputs[s].tensor;
+        const int p = graph_.tensors[std::size_t(t)].producer;
+        if (graph_.tensors[std::size_t(t)].integer || graph_.ops[std::size_t(p)].kind == op_kind::input) continue;
+        buffer g = redistribute(comm_, P.din[s], din[s], plans_[std::size_t(p)].dout, be_);
+        din[s] = {};
+        auto& acc = grad[std::size_t(t)];
+        if (!acc) acc = std::make_unique<buffer>(std::move(g));
+        else
+          for (std::size_t i = 0; i < g.size(); ++i) (*acc)[i] += g[i];
+      }
+      for (std::size_t s = 0; s < op.params.size(); ++s) {
+        auto& acc = pacc_[std::size_t(j)][s];
+        for (std::size_t i = 0; i < acc.size(); ++i) acc[i] += dpar[s][i];
+      }
+    }
+  }
+
+  void sync_and_update() {
+    for (std::size_t t = 0; t < params_.size(); ++t) {
+      auto& P = params_[t];
+      if (P.users.empty()) continue;
+      const int rank = graph_.tensors[t].rank;
+      buffer g = be_.allocate(std::size_t(P.opt_place.box[me()].size(rank)));
+      for (auto [j, s] : P.users) {
+        buffer part = redistribute(comm_, plans_[std::size_t(j)].dpar[std::size_t(s)], pacc_[std::size_t(j)][std::size_t(s)],
+                                   P.opt_place, be_);
+        for (std::size_t i = 0; i < g.size(); ++i) g[i] += part[i];
+      }
+      if (P.opt_place == P.place) {
+        optimizer_update(opt_, step_ + 1, P.value, g, P.state);
+        continue;
+      }
+      buffer w = redistribute(comm_, P.place, P.value, P.opt_place, be_);  // local slice
+      optimizer_update(opt_, step_ + 1, w, g, P.state);
+      P.value = redistribute(comm_, P.opt_place, w, P.place, be_);  // all-gather of the updated shards
+    }
+  }
+
+  void check_batch(const batch& b) const {
+    std::vector<int> inputs;
+    for (std::size_t j = 0; j < full_.ops.size(); ++j)
+      if (full_.ops[j].kind == op_kind::input) inputs.push_back(int(j));
+    if (b.size() != inputs.size())
+      throw invalid_argument("the batch has " + std::to_string(b.size()) + " arrays but graph '" + full_.name +
+                             "' has " + std::to_string(inputs.size()) + " inputs");
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const auto& t = full_.tensors[std::size_t(full_.ops[std::size_t(inputs[i])].output.tensor)];
+      if (index_t(b[i].size()) != t.size()) {
+        std::string shape = "[";
+        for (int a = 0; a < t.rank; ++a) {
+          if (a) shape += ',';
+          shape += std::to_string(t.extents[a]);
+        }
+        throw invalid_argument("batch input '" + t.name + "' has " + std::to_string(b[i].size()) +
+                               " values; the model expects " + std::to_string(t.size()) + " (shape " + shape + "])");
+      }
+    }
+  }
+
+  op_graph full_, graph_;
+  training_plan plan_;
+  communicator& comm_;
+  optimizer_options opt_;
+  std::uint64_t seed_;
+  cpu_backend be_;
+  std::vector<op_plan> plans_;
+  std::vector<param_slot> params_;
+  std::vector<std::vector<buffer>> pacc_;
+  std::vector<int> consumers_;
+  int loss_op_ = -1;
+  std::int64_t step_ = 0;
+};
+
+}  // namespace tensoropt::runtime

@@ -1,0 +1,71 @@
+// The trainer: a graph, a plan and devices; `step(batch)` returns the loss.
+//
+// On a local_world it holds one executor per device and runs each step on all of
+// them (one thread per device); on any other communicator (MPI) it is this process's
+// device of an SPMD run, and every process calls the same methods.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+#include "checkpoint.hpp"
+#include "executor.hpp"
+
+namespace tensoropt::runtime {
+
+class trainer {
+ public:
+  /// N local devices as threads. Throws invalid_argument when the plan does not
+  /// fit the graph or its device count is not the world's.
+  trainer(const op_graph& g, training_plan plan, local_world& world, optimizer_options opt = {},
+          std::uint64_t seed = 1234)
+      : world_(&world) {
+    for (int r = 0; r < world.size(); ++r)
+      devices_.push_back(std::make_unique<executor>(g, plan, world.comm(r), opt, seed));
+  }
+  /// This process's device of an SPMD run on `comm` (e.g. runtime::mpi_comm).
+  trainer(const op_graph& g, training_plan plan, communicator& comm, optimizer_options opt = {},
+          std::uint64_t seed = 1234) {
+    devices_.push_back(std::make_unique<executor>(g, std::move(plan), comm, opt, seed));
+  }
+
+  /// One step on the global batch; returns the loss (the same on every device).
+  float step(const batch& b) {
+    std::vector<float> loss(devices_.size());
+    each([&](executor& e, std::size_t i) { loss[i] = e.step(b); });
+    return loss[0];
+  }
+  /// The whole parameter `name`, gathered from its shards.
+  std::vector<float> parameter(const std::string& name) {
+    std::vector<std::vector<float>> v(devices_.size());
+    each([&](executor& e, std::size_t i) { v[i] = e.gather(name); });
+    return v[0];
+  }
+  /// Memory of each device of this process: current bytes and the last step's peak.
+  std::vector<memory_stats> memory() const {
+    std::vector<memory_stats> m;
+    for (auto& d : devices_) m.push_back(d->memory());
+    return m;
+  }
+  void save(const std::string& path) {
+    each([&](executor& e, std::size_t) { save_checkpoint(e, path); });
+  }
+  void load(const std::string& path) {
+    each([&](executor& e, std::size_t) { load_checkpoint(e, path); });
+  }
+  executor& device(std::size_t i) { return *devices_.at(i); }
+  std::size_t local_devices() const { return devices_.size(); }
+
+ private:
+  template <class F>
+  void each(F&& f) {
+    if (!world_) {
+      f(*devices_[0], 0);
+      return;
+    }
+    world_->run([&](communicator& c) { f(*devices_[std::size_t(c.rank())], std::size_t(c.rank())); });
+  }
+  local_world* world_ = nullptr;
+  std::vector<std::unique_ptr<executor>> devices_;
+};
+
+}  // namespace tensoropt::runtime
