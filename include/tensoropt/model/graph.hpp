@@ -214,7 +214,8 @@ struct op_graph {
 /// The same graph for a batch of `b` samples (a micro-batch): every batch dim and
 /// every tensor axis that follows one scales by b / g.batch. Throws
 /// invalid_argument unless b divides g.batch.
-constexpr op_graph with_batch(op_graph g, index_t b) {
+constexpr op_graph with_batch(const op_graph& src, index_t b) {
+  op_graph g = src;  // a local, not a by-value parameter: GCC 12 cannot move a parameter's strings in constexpr
   detail::require(b >= 1 && g.batch % b == 0,
                   "with_batch: the micro-batch size must divide the global batch");
   const index_t k = g.batch / b;
