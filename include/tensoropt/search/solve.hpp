@@ -262,9 +262,9 @@ class eliminator {
       const std::size_t mw = p_.nodes[w].configs.size();
       factor f;
       const bool fwd = u < w;
-      f.scope = fwd ? std::vector<int>{int(u), int(w)} : std::vector<int>{int(w), int(u)};
-      f.dims = fwd ? std::vector<std::size_t>{dom_[u], dom_[w]}
-                   : std::vector<std::size_t>{dom_[w], dom_[u]};
+      // (no ?: on vector prvalues: GCC 12 rejects it in constant expressions)
+      f.scope = {int(std::min(u, w)), int(std::max(u, w))};
+      f.dims = {dom_[std::size_t(f.scope[0])], dom_[std::size_t(f.scope[1])]};
       f.start.push_back(0);
       for (std::size_t a = 0; a < f.dims[0]; ++a)
         for (std::size_t b = 0; b < f.dims[1]; ++b) {
