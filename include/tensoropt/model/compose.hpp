@@ -99,15 +99,29 @@ consteval void residual_mismatch() {
                 "(BodyOut) must equal its input shape (In)");
 }
 /// The `add` op of a residual or an add-merge: dims = the axes of S.
-template <class S>
-constexpr int lower_add(graph_builder& b, const std::vector<int>& xs, std::string_view fallback) {
+constexpr int lower_add(graph_builder& b, const std::vector<int>& xs, const shape_desc& s,
+                        std::string_view fallback) {
   op_node op;
   op.kind = op_kind::add;
-  append_axes<S>(op.dims);
-  for (int x : xs) op.inputs.push_back(tmap_iota(x, int(S::rank)));
+  append_axes(op.dims, s);
+  for (int x : xs) op.inputs.push_back(tmap_iota(x, s.rank));
   op.fwd_flops_per_point = double(xs.size() - 1);
   op.bwd_flops_per_point = 0;
-  return b.emit(std::move(op), b.op_name(fallback), extents_of<S>(), tmap_iota(-1, int(S::rank)));
+  return b.emit(std::move(op), b.op_name(fallback), extents_of(s), tmap_iota(-1, s.rank));
+}
+/// The `concat` op of a concat-merge along axis k of the output shape s.
+constexpr int lower_concat(graph_builder& b, const std::vector<int>& xs, const shape_desc& s, int k) {
+  op_node op;
+  op.kind = op_kind::concat;
+  append_axes(op.dims, s);
+  op.dims[k].splittable = false;
+  op.attr[0] = k;
+  for (int y : xs) {
+    tensor_map m = tmap_iota(y, s.rank);
+    m.dim[k] = -1;
+    op.inputs.push_back(m);
+  }
+  return b.emit(std::move(op), b.op_name("concat"), extents_of(s), tmap_iota(-1, s.rank));
 }
 }  // namespace detail
 
@@ -131,7 +145,7 @@ struct residual : layer_base {
   template <class In>
   static constexpr int lower(detail::graph_builder& b, int x) {
     const int y = detail::lower_layer<Body, In>(b, x);
-    return detail::lower_add<In>(b, {x, y}, AddName.view());
+    return detail::lower_add(b, {x, y}, detail::desc_v<In>, AddName.view());
   }
 };
 
@@ -229,23 +243,8 @@ struct branches : layer_base {
     int i = 0;
     ((ys.push_back(detail::lower_branch<Bs>(b, x, i++, std::type_identity<In>{}))), ...);
     using O = typename infer<In, false>::type;
-    if constexpr (!Merge::is_concat) {
-      return detail::lower_add<O>(b, ys, "add");
-    } else {
-      constexpr int k = O::find(Merge::axis);
-      op_node op;
-      op.kind = op_kind::concat;
-      detail::append_axes<O>(op.dims);
-      op.dims[k].splittable = false;
-      op.attr[0] = k;
-      for (int y : ys) {
-        tensor_map m = detail::tmap_iota(y, int(O::rank));
-        m.dim[k] = -1;
-        op.inputs.push_back(m);
-      }
-      return b.emit(std::move(op), b.op_name("concat"), detail::extents_of<O>(),
-                    detail::tmap_iota(-1, int(O::rank)));
-    }
+    if constexpr (!Merge::is_concat) return detail::lower_add(b, ys, detail::desc_v<O>, "add");
+    else return detail::lower_concat(b, ys, detail::desc_v<O>, O::find(Merge::axis));
   }
 };
 

@@ -23,6 +23,64 @@ constexpr bool is_image_v = [] {
   if constexpr (Shape<S>) return S::rank == 4;
   else return false;
 }();
+
+constexpr int lower_conv(graph_builder& b, int x, const shape_desc& s, index_t cin, index_t cout, index_t kh,
+                         index_t kw, index_t stride, index_t ph, index_t pw, bool bias) {
+  const index_t oh = conv_out(s.extents[2], kh, stride, ph), ow = conv_out(s.extents[3], kw, stride, pw);
+  op_node op;
+  op.kind = op_kind::conv2d;
+  op.dims = {make_dim(s.names[0], s.extents[0]), make_dim("cout", cout), make_dim("cin", cin),
+             make_dim("oh", oh, false), make_dim("ow", ow, false), make_dim("kh", kh, false),
+             make_dim("kw", kw, false)};
+  op.attr = {stride, ph, pw, bias ? 1 : 0};
+  op.inputs.push_back(tmap(x, {0, 2, -1, -1}));
+  const std::string name = b.op_name("conv");
+  op.params.push_back(b.param(name, "weight", {cout, cin, kh, kw}, tmap(-1, {1, 2, 5, 6})));
+  if (bias) op.params.push_back(b.param(name, "bias", {cout}, tmap(-1, {1})));
+  op.fwd_flops_per_point = 2;
+  op.bwd_flops_per_point = 4;
+  save(op, dim_mask({0, 2}), 0, 0, double(s.extents[2] * s.extents[3]));
+  return b.emit(std::move(op), name, {s.extents[0], cout, oh, ow}, tmap(-1, {0, 1, 3, 4}));
+}
+
+constexpr int lower_pool(graph_builder& b, int x, const shape_desc& s, op_kind kind, index_t k, index_t stride,
+                         index_t pad) {
+  const index_t oh = conv_out(s.extents[2], k, stride, pad), ow = conv_out(s.extents[3], k, stride, pad);
+  op_node op;
+  op.kind = kind;
+  op.dims = {make_dim(s.names[0], s.extents[0]), make_dim(s.names[1], s.extents[1]), make_dim("oh", oh, false),
+             make_dim("ow", ow, false), make_dim("kh", k, false), make_dim("kw", k, false)};
+  op.attr = {stride, pad, k, 0};
+  op.inputs.push_back(tmap(x, {0, 1, -1, -1}));
+  op.fwd_flops_per_point = 1;
+  op.bwd_flops_per_point = 1;
+  if (kind == op_kind::max_pool) save(op, dim_mask({0, 1}), 0, 0, double(s.extents[2] * s.extents[3]));
+  return b.emit(std::move(op), b.op_name(kind == op_kind::max_pool ? "max_pool" : "avg_pool"),
+                {s.extents[0], s.extents[1], oh, ow}, tmap(-1, {0, 1, 2, 3}));
+}
+
+constexpr int lower_global_pool(graph_builder& b, int x, const shape_desc& s) {
+  op_node op;
+  op.kind = op_kind::global_avg_pool;
+  append_axes(op.dims, s);
+  op.inputs.push_back(tmap_iota(x, 4));
+  op.fwd_flops_per_point = 1;
+  op.bwd_flops_per_point = 1;
+  return b.emit(std::move(op), b.op_name("pool"), extents_of(s, 0, 2), tmap_iota(-1, 2));
+}
+
+constexpr int lower_batch_norm(graph_builder& b, int x, const shape_desc& s) {
+  const index_t c = s.extents[1];
+  op_node op;
+  op.kind = op_kind::batch_norm;
+  const std::string name = b.op_name("bn");
+  op.params.push_back(b.param(name, "gamma", {c}, tmap(-1, {1})));
+  op.params.push_back(b.param(name, "beta", {c}, tmap(-1, {1})));
+  op.fwd_flops_per_point = 5;
+  op.bwd_flops_per_point = 10;
+  save(op, low_mask(4), 0, 0);
+  return lower_elementwise(b, x, s, std::move(op), name);
+}
 }  // namespace detail
 
 /// 2-D convolution, kernel KH x KW, one stride, padding PadH (rows) and PadW
@@ -60,23 +118,7 @@ struct conv2d_rect : primitive_layer<conv2d_rect<Cin, Cout, KH, KW, Stride, PadH
   };
   template <class S>
   static constexpr int lower(detail::graph_builder& b, int x) {
-    using O = typename out_<S>::type;
-    using detail::make_dim;
-    using detail::tmap;
-    op_node op;
-    op.kind = op_kind::conv2d;
-    op.dims = {make_dim(S::names[0], S::extents[0]), make_dim("cout", Cout), make_dim("cin", Cin),
-               make_dim("oh", O::extents[2], false), make_dim("ow", O::extents[3], false),
-               make_dim("kh", KH, false), make_dim("kw", KW, false)};
-    op.attr = {Stride, PadH, PadW, Bias ? 1 : 0};
-    op.inputs.push_back(tmap(x, {0, 2, -1, -1}));
-    const std::string name = b.op_name("conv");
-    op.params.push_back(b.param(name, "weight", {Cout, Cin, KH, KW}, tmap(-1, {1, 2, 5, 6})));
-    if (Bias) op.params.push_back(b.param(name, "bias", {Cout}, tmap(-1, {1})));
-    op.fwd_flops_per_point = 2;
-    op.bwd_flops_per_point = 4;
-    detail::save(op, detail::dim_mask({0, 2}), 0, 0, double(S::extents[2] * S::extents[3]));
-    return b.emit(std::move(op), name, detail::extents_of<O>(), tmap(-1, {0, 1, 3, 4}));
+    return detail::lower_conv(b, x, detail::desc_v<S>, Cin, Cout, KH, KW, Stride, PadH, PadW, Bias);
   }
 };
 
@@ -110,19 +152,7 @@ struct pool_layer : primitive_layer<pool_layer<Kind, K, Stride, Pad>> {
   };
   template <class S>
   static constexpr int lower(graph_builder& b, int x) {
-    using O = typename out_<S>::type;
-    op_node op;
-    op.kind = Kind;
-    op.dims = {make_dim(S::names[0], S::extents[0]), make_dim(S::names[1], S::extents[1]),
-               make_dim("oh", O::extents[2], false), make_dim("ow", O::extents[3], false),
-               make_dim("kh", K, false), make_dim("kw", K, false)};
-    op.attr = {Stride, Pad, K, 0};
-    op.inputs.push_back(tmap(x, {0, 1, -1, -1}));
-    op.fwd_flops_per_point = 1;
-    op.bwd_flops_per_point = 1;
-    if (Kind == op_kind::max_pool) save(op, dim_mask({0, 1}), 0, 0, double(S::extents[2] * S::extents[3]));
-    return b.emit(std::move(op), b.op_name(Kind == op_kind::max_pool ? "max_pool" : "avg_pool"),
-                  extents_of<O>(), tmap(-1, {0, 1, 2, 3}));
+    return lower_pool(b, x, desc_v<S>, Kind, K, Stride, Pad);
   }
 };
 }  // namespace detail
@@ -149,13 +179,7 @@ struct global_avg_pool : primitive_layer<global_avg_pool> {
   };
   template <class S>
   static constexpr int lower(detail::graph_builder& b, int x) {
-    op_node op;
-    op.kind = op_kind::global_avg_pool;
-    detail::append_axes<S>(op.dims);
-    op.inputs.push_back(detail::tmap_iota(x, 4));
-    op.fwd_flops_per_point = 1;
-    op.bwd_flops_per_point = 1;
-    return b.emit(std::move(op), b.op_name("pool"), detail::extents_of<S>(0, 2), detail::tmap_iota(-1, 2));
+    return detail::lower_global_pool(b, x, detail::desc_v<S>);
   }
 };
 
@@ -182,15 +206,7 @@ struct batch_norm : primitive_layer<batch_norm<C>> {
   };
   template <class S>
   static constexpr int lower(detail::graph_builder& b, int x) {
-    op_node op;
-    op.kind = op_kind::batch_norm;
-    std::string name = b.op_name("bn");
-    op.params.push_back(b.param(name, "gamma", {C}, detail::tmap(-1, {1})));
-    op.params.push_back(b.param(name, "beta", {C}, detail::tmap(-1, {1})));
-    op.fwd_flops_per_point = 5;
-    op.bwd_flops_per_point = 10;
-    detail::save(op, detail::low_mask(4), 0, 0);
-    return detail::lower_elementwise<S>(b, x, std::move(op), std::move(name));
+    return detail::lower_batch_norm(b, x, detail::desc_v<S>);
   }
 };
 

@@ -27,6 +27,141 @@ constexpr void save(op_node& op, std::uint32_t mask, int elem_bytes = 0, int inp
 constexpr std::uint32_t low_mask(int n) { return n >= 32 ? ~0u : (1u << n) - 1u; }
 }  // namespace detail
 
+namespace detail {
+constexpr int lower_linear(graph_builder& b, int x, const shape_desc& s, int nc, index_t out_size,
+                           std::string_view out_name, bool bias) {
+  const int r = s.rank, nb = r - nc;
+  op_node op;
+  op.kind = op_kind::linear;
+  append_axes(op.dims, s);
+  op.dims.push_back(make_dim(out_name, out_size));
+  op.attr = {nb, nc, 1, bias ? 1 : 0};
+  op.inputs.push_back(tmap_iota(x, r));
+  const std::string name = b.op_name("linear");
+  op.params.push_back(b.param(name, "weight", extents_of(s, nb).push(out_size), tmap_iota(-1, nc + 1, nb)));
+  if (bias) op.params.push_back(b.param(name, "bias", {out_size}, tmap(-1, {r})));
+  op.fwd_flops_per_point = 2;
+  op.bwd_flops_per_point = 4;
+  save(op, low_mask(r), 0, 0);
+  tensor_map out = tmap_iota(-1, nb);
+  out.dim[nb] = std::int8_t(r);
+  return b.emit(std::move(op), name, extents_of(s, 0, nb).push(out_size), out);
+}
+
+constexpr int lower_tied_linear(graph_builder& b, int x, const shape_desc& s, index_t out_size,
+                                std::string_view out_name, std::string_view param) {
+    const int r = s.rank, nb = r - 1;
+    const int w = b.find_tensor(param);
+    detail::require(w >= 0 && b.g.tensors[w].parameter,
+                    "tied_linear: the tied parameter does not exist (lower the layer that owns it first)");
+    detail::require(b.g.tensors[w].rank == 2 && b.g.tensors[w].extents[0] == out_size &&
+                        b.g.tensors[w].extents[1] == s.extents[r - 1],
+                    "tied_linear: the tied parameter must have extents [Out, features]");
+    op_node op;
+    op.kind = op_kind::linear;
+    append_axes(op.dims, s);
+    op.dims.push_back(make_dim(out_name, out_size));
+    op.attr = {nb, 1, 1, 2};
+    op.inputs.push_back(tmap_iota(x, r));
+    op.params.push_back(tmap(w, {r, r - 1}));
+    op.fwd_flops_per_point = 2;
+    op.bwd_flops_per_point = 4;
+    save(op, low_mask(r), 0, 0);
+    tensor_map out = tmap_iota(-1, nb);
+    out.dim[nb] = std::int8_t(r);
+    return b.emit(std::move(op), b.op_name("linear"), extents_of(s, 0, nb).push(out_size), out);
+}
+
+constexpr int lower_embedding(graph_builder& b, int x, const shape_desc& s, index_t vocab, index_t hidden,
+                              bool positions) {
+  const int nb = s.rank;
+  op_node op;
+  op.kind = op_kind::embedding;
+  append_axes(op.dims, s);
+  op.dims.push_back(make_dim("v", vocab));
+  op.dims.push_back(make_dim("h", hidden));
+  op.attr = {positions ? 1 : 0, 0, 0, 0};
+  op.inputs.push_back(tmap_iota(x, nb));
+  const std::string name = b.op_name("embed");
+  op.params.push_back(b.param(name, "weight", {vocab, hidden}, tmap(-1, {nb, nb + 1})));
+  if (positions)
+    op.params.push_back(b.param(name, "pos", {s.extents[nb - 1], hidden}, tmap(-1, {nb - 1, nb + 1})));
+  op.fwd_flops_per_point = 1.0 / double(vocab);
+  op.bwd_flops_per_point = 1.0 / double(vocab);
+  save(op, low_mask(nb), 4, 0);
+  tensor_map out = tmap_iota(-1, nb);
+  out.dim[nb] = std::int8_t(nb + 1);
+  return b.emit(std::move(op), name, extents_of(s).push(hidden), out);
+}
+
+/// Ops whose dims are the input's axes and whose output has the input's shape.
+constexpr int lower_elementwise(graph_builder& b, int x, const shape_desc& s, op_node&& op,
+                                const std::string& name) {
+  append_axes(op.dims, s);
+  op.inputs.push_back(tmap_iota(x, s.rank));
+  return b.emit(std::move(op), name, extents_of(s), tmap_iota(-1, s.rank));
+}
+
+constexpr int lower_layer_norm(graph_builder& b, int x, const shape_desc& s) {
+  const int r = s.rank;
+  const index_t h = s.extents[r - 1];
+  op_node op;
+  op.kind = op_kind::layer_norm;
+  const std::string name = b.op_name("ln");
+  op.params.push_back(b.param(name, "gamma", {h}, tmap(-1, {r - 1})));
+  op.params.push_back(b.param(name, "beta", {h}, tmap(-1, {r - 1})));
+  op.fwd_flops_per_point = 5;
+  op.bwd_flops_per_point = 10;
+  save(op, low_mask(r), 0, 0);
+  const int y = lower_elementwise(b, x, s, std::move(op), name);
+  b.g.ops.back().dims[r - 1].splittable = false;
+  return y;
+}
+
+/// gelu, relu (save their input) and dropout (saves a one-byte mask).
+constexpr int lower_activation(graph_builder& b, int x, const shape_desc& s, op_kind kind, double p = 0) {
+  op_node op;
+  op.kind = kind;
+  std::string_view fallback = "relu";
+  if (kind == op_kind::gelu) {
+    op.fwd_flops_per_point = 8;
+    op.bwd_flops_per_point = 12;
+    save(op, low_mask(s.rank), 0, 0);
+    fallback = "gelu";
+  } else if (kind == op_kind::relu) {
+    op.fwd_flops_per_point = 1;
+    op.bwd_flops_per_point = 1;
+    save(op, low_mask(s.rank), 0, 0);
+  } else {
+    op.attr[1] = ppm(p);
+    op.fwd_flops_per_point = 2;
+    op.bwd_flops_per_point = 1;
+    save(op, low_mask(s.rank), 1, -1);
+    fallback = "drop";
+  }
+  return lower_elementwise(b, x, s, std::move(op), b.op_name(fallback));
+}
+
+constexpr int lower_softmax_xent(graph_builder& b, int x, const shape_desc& s) {
+  const int r = s.rank, nb = r - 1;
+  op_node in;
+  in.kind = op_kind::input;
+  in.attr[0] = 1;
+  append_axes(in.dims, s, 0, nb);
+  const int labels = b.emit(std::move(in), b.unique(b.qualify("labels")), extents_of(s, 0, nb),
+                            tmap_iota(-1, nb), true);
+  op_node op;
+  op.kind = op_kind::softmax_xent;
+  append_axes(op.dims, s);
+  op.inputs.push_back(tmap_iota(x, r));
+  op.inputs.push_back(tmap_iota(labels, nb));
+  op.fwd_flops_per_point = 5;
+  op.bwd_flops_per_point = 3;
+  save(op, low_mask(r), 4, -1);
+  return b.emit(std::move(op), b.op_name("loss"), {}, tmap(-1, {}));
+}
+}  // namespace detail
+
 /// y = x W (+ b) over the trailing axes of x that multiply to In (one axis, or
 /// several: a linear on [b, c, y, x] with In = c*y*x flattens them). The output
 /// axis is called Name, or by default "f" after an "h" input and "h" otherwise
@@ -68,24 +203,7 @@ struct linear : primitive_layer<linear<In, Out, Name, Bias>> {
 
   template <class S>
   static constexpr int lower(detail::graph_builder& b, int x) {
-    constexpr int nc = int(contract_axes<S>), r = int(S::rank), nb = r - nc;
-    using O = typename out_<S>::type;
-    op_node op;
-    op.kind = op_kind::linear;
-    detail::append_axes<S>(op.dims);
-    detail::append_axes<O>(op.dims, O::rank - 1);
-    op.attr = {nb, nc, 1, Bias ? 1 : 0};
-    op.inputs.push_back(detail::tmap_iota(x, r));
-    const std::string name = b.op_name("linear");
-    op.params.push_back(
-        b.param(name, "weight", detail::extents_of<S>(nb).push(Out), detail::tmap_iota(-1, nc + 1, nb)));
-    if (Bias) op.params.push_back(b.param(name, "bias", {Out}, detail::tmap(-1, {r})));
-    op.fwd_flops_per_point = 2;
-    op.bwd_flops_per_point = 4;
-    detail::save(op, detail::low_mask(r), 0, 0);
-    tensor_map out = detail::tmap_iota(-1, nb);
-    out.dim[nb] = std::int8_t(r);
-    return b.emit(std::move(op), name, detail::extents_of<O>(), out);
+    return detail::lower_linear(b, x, detail::desc_v<S>, int(contract_axes<S>), Out, out_axis<S>::name, Bias);
   }
 };
 
@@ -113,28 +231,10 @@ struct tied_linear : primitive_layer<tied_linear<Out, Param, Name>> {
   };
   template <class S>
   static constexpr int lower(detail::graph_builder& b, int x) {
-    constexpr int r = int(S::rank), nb = r - 1;
-    const int w = b.find_tensor(Param.view());
-    detail::require(w >= 0 && b.g.tensors[w].parameter,
-                    "tied_linear: the tied parameter does not exist (lower the layer that owns it first)");
-    detail::require(b.g.tensors[w].rank == 2 && b.g.tensors[w].extents[0] == Out &&
-                        b.g.tensors[w].extents[1] == S::extents[r - 1],
-                    "tied_linear: the tied parameter must have extents [Out, features]");
-    op_node op;
-    op.kind = op_kind::linear;
-    detail::append_axes<S>(op.dims);
-    op.dims.push_back(detail::make_dim(Name.view(), Out));
-    op.attr = {nb, 1, 1, 2};
-    op.inputs.push_back(detail::tmap_iota(x, r));
-    op.params.push_back(detail::tmap(w, {r, r - 1}));
-    op.fwd_flops_per_point = 2;
-    op.bwd_flops_per_point = 4;
-    detail::save(op, detail::low_mask(r), 0, 0);
-    tensor_map out = detail::tmap_iota(-1, nb);
-    out.dim[nb] = std::int8_t(r);
-    return b.emit(std::move(op), b.op_name("linear"), detail::extents_of<S>(0, nb).push(Out), out);
+    return detail::lower_tied_linear(b, x, detail::desc_v<S>, Out, Name.view(), Param.view());
   }
 };
+
 
 /// Token embedding: ids[batch...] -> y[batch..., Hidden] through a table [Vocab,
 /// Hidden] (parameter "<op>.weight"); with Positions, a learned table [s, Hidden]
@@ -160,38 +260,10 @@ struct embedding : primitive_layer<embedding<Vocab, Hidden, Positions>> {
   };
   template <class S>
   static constexpr int lower(detail::graph_builder& b, int x) {
-    using I = typename S::shape_type;
-    constexpr int nb = int(I::rank);
-    op_node op;
-    op.kind = op_kind::embedding;
-    detail::append_axes<I>(op.dims);
-    op.dims.push_back(detail::make_dim("v", Vocab));
-    op.dims.push_back(detail::make_dim("h", Hidden));
-    op.attr = {Positions ? 1 : 0, 0, 0, 0};
-    op.inputs.push_back(detail::tmap_iota(x, nb));
-    const std::string name = b.op_name("embed");
-    op.params.push_back(b.param(name, "weight", {Vocab, Hidden}, detail::tmap(-1, {nb, nb + 1})));
-    if (Positions)
-      op.params.push_back(b.param(name, "pos", {I::extents[nb - 1], Hidden}, detail::tmap(-1, {nb - 1, nb + 1})));
-    op.fwd_flops_per_point = 1.0 / double(Vocab);
-    op.bwd_flops_per_point = 1.0 / double(Vocab);
-    detail::save(op, detail::low_mask(nb), 4, 0);
-    tensor_map out = detail::tmap_iota(-1, nb);
-    out.dim[nb] = std::int8_t(nb + 1);
-    return b.emit(std::move(op), name, detail::extents_of<I>().push(Hidden), out);
+    return detail::lower_embedding(b, x, detail::desc_v<typename S::shape_type>, Vocab, Hidden, Positions);
   }
 };
 
-namespace detail {
-/// Shared body of ops whose dims are the input's axes and whose output has the
-/// input's shape (layer_norm, gelu, relu, dropout).
-template <class S>
-constexpr int lower_elementwise(graph_builder& b, int x, op_node&& op, const std::string& name) {
-  append_axes<S>(op.dims);
-  op.inputs.push_back(tmap_iota(x, int(S::rank)));
-  return b.emit(std::move(op), name, extents_of<S>(), tmap_iota(-1, int(S::rank)));
-}
-}  // namespace detail
 
 /// Layer normalization over the last axis (extent H, never split); params
 /// gamma[H], beta[H]. Saves its input.
@@ -217,18 +289,7 @@ struct layer_norm : primitive_layer<layer_norm<H>> {
   };
   template <class S>
   static constexpr int lower(detail::graph_builder& b, int x) {
-    constexpr int r = int(S::rank);
-    op_node op;
-    op.kind = op_kind::layer_norm;
-    std::string name = b.op_name("ln");
-    op.params.push_back(b.param(name, "gamma", {H}, detail::tmap(-1, {r - 1})));
-    op.params.push_back(b.param(name, "beta", {H}, detail::tmap(-1, {r - 1})));
-    op.fwd_flops_per_point = 5;
-    op.bwd_flops_per_point = 10;
-    detail::save(op, detail::low_mask(r), 0, 0);
-    const int y = detail::lower_elementwise<S>(b, x, std::move(op), std::move(name));
-    b.g.ops.back().dims[r - 1].splittable = false;
-    return y;
+    return detail::lower_layer_norm(b, x, detail::desc_v<S>);
   }
 };
 
@@ -254,12 +315,7 @@ struct elementwise_layer : primitive_layer<Derived> {
 struct gelu : detail::elementwise_layer<gelu, op_kind::gelu> {
   template <class S>
   static constexpr int lower(detail::graph_builder& b, int x) {
-    op_node op;
-    op.kind = op_kind::gelu;
-    op.fwd_flops_per_point = 8;
-    op.bwd_flops_per_point = 12;
-    detail::save(op, detail::low_mask(int(S::rank)), 0, 0);
-    return detail::lower_elementwise<S>(b, x, std::move(op), b.op_name("gelu"));
+    return detail::lower_activation(b, x, detail::desc_v<S>, op_kind::gelu);
   }
 };
 
@@ -267,12 +323,7 @@ struct gelu : detail::elementwise_layer<gelu, op_kind::gelu> {
 struct relu : detail::elementwise_layer<relu, op_kind::relu> {
   template <class S>
   static constexpr int lower(detail::graph_builder& b, int x) {
-    op_node op;
-    op.kind = op_kind::relu;
-    op.fwd_flops_per_point = 1;
-    op.bwd_flops_per_point = 1;
-    detail::save(op, detail::low_mask(int(S::rank)), 0, 0);
-    return detail::lower_elementwise<S>(b, x, std::move(op), b.op_name("relu"));
+    return detail::lower_activation(b, x, detail::desc_v<S>, op_kind::relu);
   }
 };
 
@@ -282,13 +333,7 @@ struct dropout : detail::elementwise_layer<dropout<P>, op_kind::dropout> {
   static_assert(P >= 0 && P < 1, "tensoropt::dropout<P>: P must be in [0, 1)");
   template <class S>
   static constexpr int lower(detail::graph_builder& b, int x) {
-    op_node op;
-    op.kind = op_kind::dropout;
-    op.attr[1] = detail::ppm(P);
-    op.fwd_flops_per_point = 2;
-    op.bwd_flops_per_point = 1;
-    detail::save(op, detail::low_mask(int(S::rank)), 1, -1);
-    return detail::lower_elementwise<S>(b, x, std::move(op), b.op_name("drop"));
+    return detail::lower_activation(b, x, detail::desc_v<S>, op_kind::dropout, P);
   }
 };
 
@@ -318,22 +363,7 @@ struct softmax_cross_entropy : primitive_layer<softmax_cross_entropy<Classes>> {
   };
   template <class S>
   static constexpr int lower(detail::graph_builder& b, int x) {
-    constexpr int r = int(S::rank), nb = r - 1;
-    op_node in;
-    in.kind = op_kind::input;
-    in.attr[0] = 1;
-    detail::append_axes<S>(in.dims, 0, nb);
-    const int labels = b.emit(std::move(in), b.unique(b.qualify("labels")), detail::extents_of<S>(0, nb),
-                              detail::tmap_iota(-1, nb), true);
-    op_node op;
-    op.kind = op_kind::softmax_xent;
-    detail::append_axes<S>(op.dims);
-    op.inputs.push_back(detail::tmap_iota(x, r));
-    op.inputs.push_back(detail::tmap_iota(labels, nb));
-    op.fwd_flops_per_point = 5;
-    op.bwd_flops_per_point = 3;
-    detail::save(op, detail::low_mask(r), 4, -1);
-    return b.emit(std::move(op), b.op_name("loss"), {}, detail::tmap(-1, {}));
+    return detail::lower_softmax_xent(b, x, detail::desc_v<S>);
   }
 };
 

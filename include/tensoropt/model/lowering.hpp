@@ -50,11 +50,28 @@ constexpr std::uint32_t dim_mask(std::initializer_list<int> dims) {
   return m;
 }
 
-/// Appends one op dim per axis of S (names and extents of S).
+/// A static shape as a value: lowering code takes this instead of the shape type,
+/// so each layer kind compiles once, not once per shape (compile time).
+struct shape_desc {
+  int rank = 0;
+  std::array<index_t, max_tensor_rank> extents{};
+  std::array<std::string_view, max_tensor_rank> names{};
+};
 template <class S>
-constexpr void append_axes(std::vector<op_dim>& dims, std::size_t first = 0,
-                           std::size_t last = S::rank) {
-  for (std::size_t i = first; i < last; ++i) dims.push_back(make_dim(S::names[i], S::extents[i]));
+inline constexpr shape_desc desc_v = [] {
+  shape_desc d;
+  d.rank = int(S::rank);
+  for (std::size_t i = 0; i < S::rank; ++i) {
+    d.extents[i] = S::extents[i];
+    d.names[i] = S::names[i];
+  }
+  return d;
+}();
+
+/// Appends one op dim per axis [first, last) of s (-1: to the end).
+constexpr void append_axes(std::vector<op_dim>& dims, const shape_desc& s, int first = 0, int last = -1) {
+  if (last < 0) last = s.rank;
+  for (int i = first; i < last; ++i) dims.push_back(make_dim(s.names[i], s.extents[i]));
 }
 
 /// Extents of a tensor being created (rank <= max_tensor_rank).
@@ -71,11 +88,11 @@ struct ext_list {
   }
 };
 
-/// Extents of the axes [first, last) of S.
-template <class S>
-constexpr ext_list extents_of(std::size_t first = 0, std::size_t last = S::rank) {
+/// Extents of the axes [first, last) of s (-1: to the end).
+constexpr ext_list extents_of(const shape_desc& s, int first = 0, int last = -1) {
+  if (last < 0) last = s.rank;
   ext_list l;
-  for (std::size_t i = first; i < last; ++i) l.push(S::extents[i]);
+  for (int i = first; i < last; ++i) l.push(s.extents[i]);
   return l;
 }
 

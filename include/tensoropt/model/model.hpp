@@ -63,16 +63,13 @@ concept Model = requires {
 };
 
 namespace detail {
-template <class In>
-constexpr int lower_input(graph_builder& b) {
-  using S = typename shape_of_input<In>::type;
-  constexpr bool integer = is_ids_v<In>;
+constexpr int lower_input(graph_builder& b, const shape_desc& s, bool integer) {
   op_node op;
   op.kind = op_kind::input;
   op.attr[0] = integer ? 1 : 0;
-  append_axes<S>(op.dims);
-  return b.emit(std::move(op), b.op_name(integer ? "tokens" : "input"), extents_of<S>(),
-                tmap_iota(-1, int(S::rank)), integer);
+  append_axes(op.dims, s);
+  return b.emit(std::move(op), b.op_name(integer ? "tokens" : "input"), extents_of(s), tmap_iota(-1, s.rank),
+                integer);
 }
 }  // namespace detail
 
@@ -86,7 +83,7 @@ constexpr op_graph lower() {
     detail::graph_builder b;
     b.g.name = std::string(M::name);
     b.g.batch = M::batch;
-    const int x = detail::lower_input<typename M::input>(b);
+    const int x = detail::lower_input(b, detail::desc_v<typename M::input_shape>, is_ids_v<typename M::input>);
     detail::lower_layer<typename M::body, typename M::input>(b, x);
     return std::move(b.g);
   }
