@@ -7,5 +7,7 @@
 #include "core/mesh.hpp"
 #include "core/units.hpp"
 #include "model/graph.hpp"
+#include "model/model.hpp"
+#include "models/zoo.hpp"
 #include "cost/config.hpp"
 #include "search/problem.hpp"

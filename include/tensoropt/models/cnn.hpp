@@ -155,6 +155,19 @@ struct mlp_model
                 named<"layers", repeat<seq<named<"fc", linear<Hidden, Hidden, "h">>, named<"relu", relu>>, Layers - 1>>,
                 named<"head", linear<Hidden, Classes, "classes">>, named<"loss", softmax_cross_entropy<Classes>>>> {};
 
+/// A small Inception-like CNN for tests: [b, 3, 32, 32] -> stem conv + pool ->
+/// one block of three concatenated branches (1x1; 1x1 -> 3x3; avg pool -> 1x1)
+/// -> global pool -> 10 classes.
+template <index_t Batch = 8, fixed_string Name = "tiny-inception">
+struct tiny_inception
+    : model<Name, image_input<Batch, 32>,
+            seq<named<"stem", seq<conv_bn_relu<3, 16, 3, 3, 1, 1>, max_pool<2>>>,
+                named<"mixed", branches<merge::concat<"c">, conv_bn_relu<16, 8, 1>,
+                                        seq<conv_bn_relu<16, 8, 1>, conv_bn_relu<8, 8, 3, 3, 1, 1>>,
+                                        seq<avg_pool<3, 1, 1>, conv_bn_relu<16, 8, 1>>>>,
+                named<"pool", global_avg_pool>, named<"fc", linear<24, 10, "classes">>,
+                named<"loss", softmax_cross_entropy<10>>>> {};
+
 // --------------------------------------------------------------------------- zoo instances
 
 // Wide-ResNet suite (Alpa): 224x224, global batch 1536.
