@@ -86,7 +86,7 @@ TEST_CASE("labels") {
   c.degree[1][0] = 2;
   c.degree[1][2] = 2;
   CHECK(label_of(fc1, c, device_mesh(1, 4)) == "b2 n2");
-  CHECK(label_of(fc1, c, device_mesh(1, 8)) == "b2 n2");
+  CHECK(label_of(fc1, c, device_mesh(1, 8)) == "b2 n2 r2");
   c.recompute = c.shard_optimizer = true;
   CHECK(label_of(fc1, c, device_mesh(1, 4)) == "b2 n2 | rc zo");
   op_config d;

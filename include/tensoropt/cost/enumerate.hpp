@@ -107,11 +107,23 @@ constexpr std::string cat(std::initializer_list<std::string_view> parts) {
 }
 }  // namespace detail
 
-/// Whether some parameter of `op` is replicated under `c` (so sharding its
+/// Whether `op` (an element of g.ops) is the first op listing parameter `tensor`:
+/// a shared parameter (a tied LM head) is counted by its first op only.
+constexpr bool owns_param(const op_graph& g, const op_node& op, int tensor) {
+  for (const auto& o : g.ops) {
+    if (&o == &op) return true;
+    for (auto& p : o.params)
+      if (p.tensor == tensor) return false;
+  }
+  return true;
+}
+
+/// Whether some parameter `op` owns is replicated under `c` (so sharding its
 /// optimizer state changes something).
 constexpr bool params_replicated(const op_graph& g, const op_node& op, const op_config& c,
                                  const device_mesh& mesh) {
   for (auto& p : op.params) {
+    if (!owns_param(g, op, p.tensor)) continue;
     const auto t = layout_of(op, p, g.tensors[p.tensor].rank, c, mesh, false);
     if (t.replicate[0] * t.replicate[1] > 1) return true;
   }
@@ -180,8 +192,8 @@ constexpr std::string config_error(const op_node& op, const op_config& c, const 
   return "";
 }
 
-/// "b4 h2 | rc zo" on one node; "n:b2 g:b4 h2" across nodes; a level that splits
-/// nothing shows its replication ("g:r8"); "-" on one device. rc = recompute,
+/// "b4 h2 | rc zo" on one node; "n:b2 g:b4 h2" across nodes; a level's
+/// replication shows as "r<degree>" ("b2 r4", "g:r8"); "-" on one device. rc = recompute,
 /// zo = sharded optimizer state.
 constexpr std::string label_of(const op_node& op, const op_config& c, const device_mesh& mesh) {
   std::string s;
@@ -195,7 +207,10 @@ constexpr std::string label_of(const op_node& op, const op_config& c, const devi
         part.append(op.dims[i].name).append(detail::int_str(c.degree[L][i]));
       }
     const index_t rep = size / c.split_product(L);
-    if (part.empty()) part.append("r").append(detail::int_str(rep));
+    if (rep > 1) {
+      if (!part.empty()) part.push_back(' ');
+      part.append("r").append(detail::int_str(rep));
+    }
     if (!s.empty()) s.push_back(' ');
     if (mesh.nodes > 1) s.append(L == 0 ? "n:" : "g:");
     s.append(part);

@@ -160,6 +160,11 @@ constexpr resolved_strategy resolve(const strategy& s, const op_graph& g, const 
       index_t left1 = mesh.gpus_per_node, left0 = mesh.nodes;
       for (std::size_t d = 0; d < op.dims.size(); ++d) {
         if (want[d] == 1) continue;
+        if (!op.dims[d].splittable || op.dims[d].extent % want[d] != 0)
+          return fail(strategy_error::not_divisible,
+                      detail::cat({"op '", op.name, "': degree ", detail::int_str(want[d]), " does not divide dim '",
+                                   op.dims[d].name, "' of extent ", detail::int_str(op.dims[d].extent),
+                                   op.dims[d].splittable ? "; pick a divisor" : " (it cannot be split)"}));
         const index_t l1 = std::gcd(want[d], left1);
         const index_t l0 = want[d] / l1;
         if (left0 % l0 != 0)
