@@ -18,6 +18,7 @@
 #include "../core/mesh.hpp"
 #include "../core/units.hpp"
 #include "../cost/cluster.hpp"
+#include "../model/model.hpp"
 #include "strategy.hpp"
 
 namespace tensoropt {
@@ -27,6 +28,15 @@ template <class M>
 concept graph_provider = requires {
   { M::graph() } -> std::convertible_to<op_graph>;
 };
+template <class M>
+concept model_or_graph = graph_provider<M> || Model<M>;
+template <class M>
+constexpr op_graph graph_of() {
+  if constexpr (graph_provider<M>)
+    return M::graph();
+  else
+    return lower<M>();
+}
 template <class M>
 concept mesh_provider = requires {
   { mesh_of(M::value()) } -> std::same_as<device_mesh>;
@@ -59,7 +69,7 @@ struct fits_result {
 
 template <class Model, class Strategy, class MeshOrCluster>
 constexpr fits_result fits_eval() {
-  const op_graph g = Model::graph();
+  const op_graph g = graph_of<Model>();
   const cluster cl = cluster_of<MeshOrCluster>();
   const auto r = resolve(Strategy::value(), g, cl.mesh);
   if (r.error != strategy_error::none) return {r.error, 0};
@@ -72,8 +82,9 @@ constexpr fits_result fits_eval() {
 /// Evaluates the check (see the file comment); `memory` is the per-device memory.
 template <class Model, class Strategy, class MeshOrCluster, bytes Budget>
 struct fits_check {
-  static_assert(detail::graph_provider<Model>,
-                "tensoropt::fits: Model must provide `static constexpr op_graph graph()` (or be a model type)");
+  static_assert(detail::model_or_graph<Model>,
+                "tensoropt::fits: Model must be a model type (tensoropt::model<...>, the zoo's) or provide "
+                "`static constexpr op_graph graph()`");
   static_assert(detail::strategy_type<Strategy>,
                 "tensoropt::fits: Strategy must be a tensoropt::strategies type (static value() -> strategy)");
   static_assert(detail::mesh_provider<MeshOrCluster>,
@@ -93,7 +104,9 @@ struct fits_check {
                 "tensoropt::fits: a strategy rule is malformed or splits no dim of any op "
                 "(write \"prefix:dim=degree,...\")");
   static constexpr bytes memory = bytes(result.memory);
-  static constexpr bool value = result.error == strategy_error::none && result.memory <= Budget.value;
+  // A rejected strategy already failed one static_assert above; `value` is then
+  // true so that the user's own static_assert does not add a second error.
+  static constexpr bool value = result.error != strategy_error::none || result.memory <= Budget.value;
 };
 
 /// True when `Strategy` applies to `Model` on the mesh and its per-device memory is

@@ -1,0 +1,8 @@
+// expect: a strategy degree does not divide the extent of the op dim it splits
+// Data parallel over 16 devices of a batch of 8.
+#include <tensoropt/models/gpt.hpp>
+#include <tensoropt/plan/fits.hpp>
+namespace to = tensoropt;
+using tiny = to::models::gpt<{.layers = 1, .hidden = 48, .heads = 6, .seq = 16, .vocab = 96, .batch = 8}>;
+static_assert(to::fits<tiny, to::strategies::data_parallel, to::mesh<16>, to::bytes(1e9)>);
+int main() {}
