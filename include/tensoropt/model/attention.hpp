@@ -81,6 +81,7 @@ struct attention : primitive_layer<attention<Heads, Causal, Dropout, AttnDropout
   static_assert(Heads > 0, "tensoropt::attention<Heads>: Heads must be positive");
   static_assert(Dropout >= 0 && Dropout < 1 && AttnDropout >= 0 && AttnDropout < 1,
                 "tensoropt::attention: dropout probabilities must be in [0, 1)");
+  static constexpr bool params_ok = Heads > 0 && Dropout >= 0 && Dropout < 1 && AttnDropout >= 0 && AttnDropout < 1;
   static constexpr std::string_view kind_name = "attention";
   static constexpr bool is_composite = true;
 

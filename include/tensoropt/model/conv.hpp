@@ -91,6 +91,7 @@ struct conv2d_rect : primitive_layer<conv2d_rect<Cin, Cout, KH, KW, Stride, PadH
   static_assert(Cin > 0 && Cout > 0 && KH > 0 && KW > 0 && Stride > 0,
                 "tensoropt::conv2d<Cin, Cout, K, Stride>: channels, kernel and stride must be positive");
   static_assert(PadH >= 0 && PadW >= 0, "tensoropt::conv2d: padding must not be negative");
+  static constexpr bool params_ok = Cin > 0 && Cout > 0 && KH > 0 && KW > 0 && Stride > 0 && PadH >= 0 && PadW >= 0;
   static constexpr std::string_view kind_name = "conv2d";
   template <class S>
   static constexpr bool accepts = [] {
@@ -130,6 +131,7 @@ namespace detail {
 template <op_kind Kind, index_t K, index_t Stride, index_t Pad>
 struct pool_layer : primitive_layer<pool_layer<Kind, K, Stride, Pad>> {
   static_assert(K > 0 && Stride > 0 && Pad >= 0, "tensoropt::max_pool/avg_pool<K, Stride, Pad>: K and Stride must be positive, Pad not negative");
+  static constexpr bool params_ok = K > 0 && Stride > 0 && Pad >= 0;
   static constexpr std::string_view kind_name = name_of(Kind);
   template <class S>
   static constexpr bool accepts = [] {
@@ -187,6 +189,7 @@ struct global_avg_pool : primitive_layer<global_avg_pool> {
 template <index_t C>
 struct batch_norm : primitive_layer<batch_norm<C>> {
   static_assert(C > 0, "tensoropt::batch_norm<C>: C must be positive");
+  static constexpr bool params_ok = C > 0;
   static constexpr std::string_view kind_name = "batch_norm";
   template <class S>
   static constexpr bool accepts = [] {

@@ -241,4 +241,33 @@ constexpr op_graph with_batch(const op_graph& src, index_t b) {
   return g;
 }
 
+/// The same graph for a global batch of `b` samples, larger or smaller than
+/// g.batch: every batch dim and every tensor axis that follows one scales by
+/// b / g.batch. Throws invalid_argument when a batch dim would not stay an integer
+/// (e.g. MoE token groups) or b < 1.
+constexpr op_graph with_global_batch(const op_graph& src, index_t b) {
+  op_graph g = src;
+  detail::require(b >= 1, "the global batch must be at least 1");
+  if (b == g.batch) return g;
+  for (auto& op : g.ops)
+    for (auto& d : op.dims)
+      if (d.batch) {
+        detail::require(d.extent * b % g.batch == 0,
+                        "this model's batch cannot be changed to that size: a batch dim (e.g. MoE token "
+                        "groups) would not be a whole number; pick a multiple or divisor of the default batch");
+        d.extent = d.extent * b / g.batch;
+      }
+  std::vector<bool> scaled(g.tensors.size(), false);
+  for (auto& op : g.ops) {
+    const auto& m = op.output;
+    if (m.tensor < 0 || scaled[m.tensor]) continue;
+    auto& t = g.tensors[m.tensor];
+    for (int a = 0; a < t.rank; ++a)
+      if (m.dim[a] >= 0 && op.dims[m.dim[a]].batch) t.extents[a] = t.extents[a] * b / src.batch;
+    scaled[m.tensor] = true;
+  }
+  g.batch = b;
+  return g;
+}
+
 }  // namespace tensoropt

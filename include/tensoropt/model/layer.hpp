@@ -78,14 +78,16 @@ struct invalid_lazy {
 template <class Derived>
 struct primitive_layer : layer_base {
   static constexpr bool is_composite = false;
+  /// False when the layer's own sizes are invalid (its class static_assert said so).
+  static constexpr bool params_ok = true;
   template <class In, bool Loud>
   struct infer {
     static constexpr bool ok = [] {
-      if constexpr (is_valid_v<In>) return Derived::template accepts<In>;
+      if constexpr (is_valid_v<In> && Derived::params_ok) return Derived::template accepts<In>;
       else return false;
     }();
     static consteval bool run_diagnose() {
-      if constexpr (Loud && !ok && is_valid_v<In>) Derived::template diagnose<In>();
+      if constexpr (Loud && !ok && is_valid_v<In> && Derived::params_ok) Derived::template diagnose<In>();
       return true;
     }
     static_assert(run_diagnose());

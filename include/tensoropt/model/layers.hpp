@@ -169,6 +169,7 @@ constexpr int lower_softmax_xent(graph_builder& b, int x, const shape_desc& s) {
 template <index_t In, index_t Out, fixed_string Name = "", bool Bias = true>
 struct linear : primitive_layer<linear<In, Out, Name, Bias>> {
   static_assert(In > 0 && Out > 0, "tensoropt::linear<In, Out>: In and Out must be positive");
+  static constexpr bool params_ok = In > 0 && Out > 0;
   static constexpr std::string_view kind_name = "linear";
 
   template <class S>
@@ -215,6 +216,7 @@ struct linear : primitive_layer<linear<In, Out, Name, Bias>> {
 template <index_t Out, fixed_string Param, fixed_string Name = "v">
 struct tied_linear : primitive_layer<tied_linear<Out, Param, Name>> {
   static_assert(Out > 0, "tensoropt::tied_linear<Out, Param>: Out must be positive");
+  static constexpr bool params_ok = Out > 0;
   static constexpr std::string_view kind_name = "tied_linear";
   template <class S>
   static constexpr bool accepts = [] {
@@ -242,6 +244,7 @@ struct tied_linear : primitive_layer<tied_linear<Out, Param, Name>> {
 template <index_t Vocab, index_t Hidden, bool Positions = false>
 struct embedding : primitive_layer<embedding<Vocab, Hidden, Positions>> {
   static_assert(Vocab > 0 && Hidden > 0, "tensoropt::embedding<Vocab, Hidden>: sizes must be positive");
+  static constexpr bool params_ok = Vocab > 0 && Hidden > 0;
   static constexpr std::string_view kind_name = "embedding";
   template <class S>
   static constexpr bool accepts = [] {
@@ -270,6 +273,7 @@ struct embedding : primitive_layer<embedding<Vocab, Hidden, Positions>> {
 template <index_t H>
 struct layer_norm : primitive_layer<layer_norm<H>> {
   static_assert(H > 0, "tensoropt::layer_norm<H>: H must be positive");
+  static constexpr bool params_ok = H > 0;
   static constexpr std::string_view kind_name = "layer_norm";
   template <class S>
   static constexpr bool accepts = [] {
@@ -331,6 +335,7 @@ struct relu : detail::elementwise_layer<relu, op_kind::relu> {
 template <double P = 0.1>
 struct dropout : detail::elementwise_layer<dropout<P>, op_kind::dropout> {
   static_assert(P >= 0 && P < 1, "tensoropt::dropout<P>: P must be in [0, 1)");
+  static constexpr bool params_ok = P >= 0 && P < 1;
   template <class S>
   static constexpr int lower(detail::graph_builder& b, int x) {
     return detail::lower_activation(b, x, detail::desc_v<S>, op_kind::dropout, P);
@@ -343,6 +348,7 @@ struct dropout : detail::elementwise_layer<dropout<P>, op_kind::dropout> {
 template <index_t Classes>
 struct softmax_cross_entropy : primitive_layer<softmax_cross_entropy<Classes>> {
   static_assert(Classes > 0, "tensoropt::softmax_cross_entropy<Classes>: Classes must be positive");
+  static constexpr bool params_ok = Classes > 0;
   static constexpr std::string_view kind_name = "softmax_cross_entropy";
   template <class S>
   static constexpr bool accepts = [] {

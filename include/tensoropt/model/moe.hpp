@@ -78,6 +78,7 @@ struct moe : primitive_layer<moe<Experts, Ffn, TopK, CapacityFactor>> {
   static_assert(Experts > 0 && Ffn > 0, "tensoropt::moe<Experts, Ffn>: sizes must be positive");
   static_assert(TopK >= 1 && TopK <= Experts, "tensoropt::moe<Experts, Ffn, TopK>: TopK must be in [1, Experts]");
   static_assert(CapacityFactor > 0, "tensoropt::moe: CapacityFactor must be positive");
+  static constexpr bool params_ok = Experts > 0 && Ffn > 0 && TopK >= 1 && TopK <= Experts && CapacityFactor > 0;
   static constexpr std::string_view kind_name = "moe";
   static constexpr bool is_composite = true;
 

@@ -1,0 +1,6 @@
+// expect: repeat<Block, N>: the repeat count N must be at least 1
+// A GPT with zero layers.
+#include <tensoropt/tensoropt.hpp>
+namespace to = tensoropt;
+using bad = to::models::gpt<{.layers = 0, .hidden = 64, .heads = 4, .seq = 16, .vocab = 64, .batch = 4}>;
+int main() { return int(to::lower<bad>().ops.size()); }
