@@ -1,5 +1,6 @@
 // Small models, plans and batches shared by the runtime tests.
 #pragma once
+#include <doctest/doctest.h>
 #include <tensoropt/model/model.hpp>
 #include <tensoropt/runtime.hpp>
 #include <cmath>
@@ -151,6 +152,25 @@ inline run_result run(const to::op_graph& g, const rt::training_plan& plan, int 
   for (auto& t : g.tensors)
     if (t.parameter) r.params.push_back(tr.parameter(t.name));
   return r;
+}
+
+/// Checks losses and weights of `p` against the 1-device reference `ref0` (or, for
+/// a plan with micro-batches, the 1-device run with as many micro-batches: batch
+/// norm statistics are per micro-batch).
+inline void check_against(const to::op_graph& g, const run_result& ref0, const rt::training_plan& p, const char* what,
+                          rt::optimizer_options opt = {}) {
+  const auto ref = p.micro_batches == 1 ? ref0 : run(g, data_parallel(g, 1, p.micro_batches), int(ref0.losses.size()), opt);
+  INFO(std::string(what) << " on " << p.mesh.devices() << " devices, " << p.micro_batches << " micro-batches");
+  const auto r = run(g, p, int(ref.losses.size()), opt);
+  for (std::size_t s = 0; s < r.losses.size(); ++s)
+    CHECK(std::fabs(r.losses[s] - ref.losses[s]) <= 1e-5 * std::fabs(ref.losses[s]));
+  std::vector<std::string> names;
+  for (auto& t : g.tensors)
+    if (t.parameter) names.push_back(t.name);
+  for (std::size_t i = 0; i < r.params.size(); ++i) {
+    INFO("parameter " << names[i]);
+    CHECK(rel_diff(ref.params[i], r.params[i]) <= 1e-5);
+  }
 }
 
 }  // namespace rt_test

@@ -66,6 +66,7 @@ inline buffer moe_gate_fwd(op_context& c, inputs in, inputs par, op_state& st) {
   buffer prob = c.zeros(std::size_t(t * E)), mask = c.zeros(std::size_t(t * E));
   buffer y = c.zeros(std::size_t(t * el));
   std::vector<int> order(static_cast<std::size_t>(E));
+  const bool write = c.block(3) == 0;  // gates are partial over split h: one term holds them
   for (index_t r = 0; r < t; ++r) {
     const float* z = full.data() + r * E;
     float mx = *std::max_element(z, z + E), sum = 0;
@@ -74,7 +75,7 @@ inline buffer moe_gate_fwd(op_context& c, inputs in, inputs par, op_state& st) {
     for (index_t j = 0; j < E; ++j) order[std::size_t(j)] = int(j);
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return z[a] > z[b]; });
     for (index_t j = 0; j < std::min(k, E); ++j) mask[std::size_t(r * E + order[std::size_t(j)])] = 1.f;
-    for (index_t j = 0; j < el; ++j)
+    for (index_t j = 0; j < el && write; ++j)
       y[std::size_t(r * el + j)] = prob[std::size_t(r * E + elo + j)] * mask[std::size_t(r * E + elo + j)];
   }
   st.saved.push_back(std::move(prob));

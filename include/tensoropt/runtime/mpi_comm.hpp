@@ -1,0 +1,126 @@
+// The MPI communicator: one process per device (OpenMPI), on one machine or many.
+//
+// Kept out of runtime.hpp so that users of tensoropt::runtime without MPI still
+// build; link MPI::MPI_CXX. Sends are non-blocking (buffered until complete, so the
+// runtime's send-all-then-receive exchanges never deadlock); receives poll with a
+// timeout, so a collective whose peers are gone fails with a message instead of
+// hanging. The collectives are the communicator base's, so MPI and local runs give
+// the same bits.
+#pragma once
+#include <mpi.h>
+#include <chrono>
+#include <deque>
+#include <list>
+#include <string>
+#include <thread>
+#include <vector>
+#include "comm.hpp"
+
+namespace tensoropt::runtime {
+
+/// Owns MPI initialization for the process (initializes unless already done;
+/// finalizes on destruction if it initialized).
+class mpi_session {
+ public:
+  mpi_session(int* argc, char*** argv) {
+    int done = 0;
+    MPI_Initialized(&done);
+    if (!done) {
+      MPI_Init(argc, argv);
+      owner_ = true;
+    }
+  }
+  mpi_session(const mpi_session&) = delete;
+  mpi_session& operator=(const mpi_session&) = delete;
+  ~mpi_session() {
+    if (owner_) MPI_Finalize();
+  }
+
+ private:
+  bool owner_ = false;
+};
+
+/// One device per MPI rank of MPI_COMM_WORLD (MPI must be initialized).
+class mpi_comm final : public communicator {
+ public:
+  explicit mpi_comm(std::chrono::milliseconds timeout = std::chrono::seconds(60)) : timeout_(timeout) {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  }
+  mpi_comm(const mpi_comm&) = delete;
+  mpi_comm& operator=(const mpi_comm&) = delete;
+  ~mpi_comm() override { drain(); }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+  void send(int peer, std::span<const float> data, int tag) override {
+    check_peer(peer, "send");
+    reap();
+    pending_.push_back({std::vector<float>(data.begin(), data.end()), MPI_REQUEST_NULL});
+    auto& p = pending_.back();
+    MPI_Isend(p.data.data(), int(p.data.size()), MPI_FLOAT, peer, mpi_tag(tag), MPI_COMM_WORLD, &p.req);
+  }
+
+  void recv(int peer, std::span<float> data, int tag, const std::string& what) override {
+    check_peer(peer, "recv");
+    const auto deadline = std::chrono::steady_clock::now() + timeout_;
+    int flag = 0;
+    MPI_Status st;
+    while (true) {
+      MPI_Iprobe(peer, mpi_tag(tag), MPI_COMM_WORLD, &flag, &st);
+      if (flag) break;
+      reap();
+      if (std::chrono::steady_clock::now() > deadline)
+        throw runtime_error(what + " on rank " + std::to_string(rank_) + ": timed out after " +
+                            std::to_string(timeout_.count()) + " ms waiting for rank " + std::to_string(peer));
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+    int count = 0;
+    MPI_Get_count(&st, MPI_FLOAT, &count);
+    if (std::size_t(count) != data.size())
+      throw runtime_error(what + " on rank " + std::to_string(rank_) + ": rank " + std::to_string(peer) + " sent " +
+                          std::to_string(count) + " floats, expected " + std::to_string(data.size()) +
+                          " (the processes are not running the same program)");
+    MPI_Recv(data.data(), count, MPI_FLOAT, peer, mpi_tag(tag), MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  }
+
+  group missing(const group& g, int tag) override {
+    group m;
+    for (int p : g) {
+      if (p == rank_) continue;
+      int flag = 0;
+      MPI_Iprobe(p, mpi_tag(tag), MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+      if (!flag) m.push_back(p);
+    }
+    return m;
+  }
+
+ private:
+  struct outgoing {
+    std::vector<float> data;
+    MPI_Request req;
+  };
+  static int mpi_tag(int tag) { return tag % 32768; }  // MPI guarantees tags up to 32767
+  void check_peer(int peer, const char* op) const {
+    if (peer < 0 || peer >= size_)
+      throw invalid_argument(std::string(op) + ": rank " + std::to_string(peer) + " does not exist (" +
+                             std::to_string(size_) + " MPI processes)");
+  }
+  void reap() {
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      int done = 0;
+      MPI_Test(&it->req, &done, MPI_STATUS_IGNORE);
+      it = done ? pending_.erase(it) : std::next(it);
+    }
+  }
+  void drain() {
+    for (auto& p : pending_) MPI_Wait(&p.req, MPI_STATUS_IGNORE);
+    pending_.clear();
+  }
+  int rank_ = 0, size_ = 1;
+  std::chrono::milliseconds timeout_;
+  std::list<outgoing> pending_;
+};
+
+}  // namespace tensoropt::runtime
