@@ -1,6 +1,7 @@
 // One plan of the small GPT on 4 MPI processes: the losses and weights after 3 steps
 // equal a 1-device run (within 1e-5) and a 4-thread local run of the same plan (bit for
 // bit); a checkpoint saved under MPI loads into a local 2-device run. Exit 0 = pass.
+#define DOCTEST_CONFIG_IMPLEMENT  // the shared helpers carry doctest checks (unused here)
 #include <tensoropt/runtime/mpi_comm.hpp>
 #include <cstdio>
 #include "../unit/runtime_models.hpp"

@@ -7,6 +7,12 @@
 // hanging. The collectives are the communicator base's, so MPI and local runs give
 // the same bits.
 #pragma once
+#ifndef OMPI_SKIP_MPICXX
+#define OMPI_SKIP_MPICXX 1  // the C API only: the deprecated C++ bindings warn
+#endif
+#ifndef MPICH_SKIP_MPICXX
+#define MPICH_SKIP_MPICXX 1
+#endif
 #include <mpi.h>
 #include <chrono>
 #include <deque>
