@@ -102,12 +102,16 @@ struct edge_key {
 };
 }  // namespace detail
 
-/// Builds the problem (see the file comment). Throws invalid_argument unless the
-/// micro-batch count is at least 1 and divides the batch of every batch dim, and
-/// unless every op has at least one config.
+/// Builds the problem (see the file comment). `graph` is the FULL-batch graph
+/// (as lowered): the builder itself splits it into o.micro_batches micro-batches
+/// (with_batch) and keeps the micro-batch graph in the result; do not pass an
+/// already micro-batched graph with micro_batches > 1. Throws invalid_argument
+/// unless the micro-batch count is at least 1 and divides the batch of every batch
+/// dim, unless the reserve is non-negative, and unless every op has a config.
 constexpr built_problem build_problem(const op_graph& graph, const cluster& cl, const build_options& o = {}) {
   detail::require(o.micro_batches >= 1 && graph.batch % o.micro_batches == 0,
                   "build_problem: the micro-batch count must be at least 1 and divide the global batch");
+  detail::require(o.reserve.value >= 0, "build_problem: the memory reserve must be non-negative");
   built_problem out;
   out.graph = with_batch(graph, graph.batch / o.micro_batches);
   out.cl = cl;
