@@ -149,12 +149,16 @@ inline void load_checkpoint(executor& ex, const std::string& path) {
       throw format_error("checkpoint '" + path + "': tensor '" + name + "' has another shape than in graph '" + g.name + "'");
     return it->second;
   };
-  for (int t : ex.parameters()) {
-    const auto& ti = g.tensors[std::size_t(t)];
-    ex.scatter(t, -1, find(ti.name, ti).data);
-    for (int s = 0; s < ex.optimizer().states(); ++s)
-      ex.scatter(t, s, find(ti.name + "@" + detail::state_name(ex.optimizer(), s), ti).data);
-  }
+  for (int pass = 0; pass < 2; ++pass)  // check every tensor before changing any
+    for (int t : ex.parameters()) {
+      const auto& ti = g.tensors[std::size_t(t)];
+      const auto& w = find(ti.name, ti);
+      if (pass) ex.scatter(t, -1, w.data);
+      for (int s = 0; s < ex.optimizer().states(); ++s) {
+        const auto& st = find(ti.name + "@" + detail::state_name(ex.optimizer(), s), ti);
+        if (pass) ex.scatter(t, s, st.data);
+      }
+    }
   ex.set_steps(std::int64_t(f.step));
 }
 
