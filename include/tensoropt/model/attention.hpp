@@ -21,7 +21,7 @@
 namespace tensoropt {
 
 namespace detail {
-constexpr int lower_attention(graph_builder& b, int x, const shape_desc& in, index_t Heads, bool causal,
+TENSOROPT_NOINLINE constexpr int lower_attention(graph_builder& b, int x, const shape_desc& in, index_t Heads, bool causal,
                               double drop, double attn_drop) {
     const index_t B = in.extents[0], s = in.extents[1], h = in.extents[2], d = h / Heads;
     const std::string_view bn = in.names[0];
@@ -105,7 +105,7 @@ struct attention : primitive_layer<attention<Heads, Causal, Dropout, AttnDropout
   };
 
   template <class S>
-  static constexpr int lower(detail::graph_builder& b, int x) {
+  TENSOROPT_FLATTEN static constexpr int lower(detail::graph_builder& b, int x) {
     return detail::lower_attention(b, x, detail::desc_v<S>, Heads, Causal, Dropout, AttnDropout);
   }
 };

@@ -39,15 +39,14 @@ struct named : layer_base {
     using type = typename L::template infer<In, Loud>::type;
   };
   template <class In>
-  static constexpr int lower(detail::graph_builder& b, int x) {
+  TENSOROPT_FLATTEN static constexpr int lower(detail::graph_builder& b, int x) {
     if constexpr (L::is_composite) {
-      std::string saved = b.scope;
-      b.scope = b.qualify(Name.view());
+      const auto saved = b.enter(Name.view());
       const int y = detail::lower_layer<L, In>(b, x);
-      b.scope = std::move(saved);
+      b.leave(saved);
       return y;
     } else {
-      b.pending = std::string(Name.view());
+      b.name_next(Name.view());
       return detail::lower_layer<L, In>(b, x);
     }
   }
@@ -68,7 +67,7 @@ struct seq_fold<In, Loud, L, Rest...> {
   using type = typename seq_fold<typename L::template infer<In, Loud>::type, Loud, Rest...>::type;
 };
 template <class In, class L, class... Rest>
-constexpr int lower_seq(graph_builder& b, int x) {
+TENSOROPT_FLATTEN constexpr int lower_seq(graph_builder& b, int x) {
   const int y = lower_layer<L, In>(b, x);
   if constexpr (sizeof...(Rest) == 0) return y;
   else return lower_seq<typename L::template infer<In, false>::type, Rest...>(b, y);
@@ -86,7 +85,7 @@ struct seq : layer_base {
     using type = typename detail::seq_fold<In, Loud, Ls...>::type;
   };
   template <class In>
-  static constexpr int lower(detail::graph_builder& b, int x) {
+  TENSOROPT_FLATTEN static constexpr int lower(detail::graph_builder& b, int x) {
     return detail::lower_seq<In, Ls...>(b, x);
   }
 };
@@ -99,7 +98,7 @@ consteval void residual_mismatch() {
                 "(BodyOut) must equal its input shape (In)");
 }
 /// The `add` op of a residual or an add-merge: dims = the axes of S.
-constexpr int lower_add(graph_builder& b, const std::vector<int>& xs, const shape_desc& s,
+TENSOROPT_NOINLINE constexpr int lower_add(graph_builder& b, const std::vector<int>& xs, const shape_desc& s,
                         std::string_view fallback) {
   op_node op;
   op.kind = op_kind::add;
@@ -110,7 +109,7 @@ constexpr int lower_add(graph_builder& b, const std::vector<int>& xs, const shap
   return b.emit(std::move(op), b.op_name(fallback), extents_of(s), tmap_iota(-1, s.rank));
 }
 /// The `concat` op of a concat-merge along axis k of the output shape s.
-constexpr int lower_concat(graph_builder& b, const std::vector<int>& xs, const shape_desc& s, int k) {
+TENSOROPT_NOINLINE constexpr int lower_concat(graph_builder& b, const std::vector<int>& xs, const shape_desc& s, int k) {
   op_node op;
   op.kind = op_kind::concat;
   append_axes(op.dims, s);
@@ -143,7 +142,7 @@ struct residual : layer_base {
     using type = std::conditional_t<ok, In, invalid_shape>;
   };
   template <class In>
-  static constexpr int lower(detail::graph_builder& b, int x) {
+  TENSOROPT_FLATTEN static constexpr int lower(detail::graph_builder& b, int x) {
     const int y = detail::lower_layer<Body, In>(b, x);
     return detail::lower_add(b, {x, y}, detail::desc_v<In>, AddName.view());
   }
@@ -202,13 +201,12 @@ struct merged<merge::concat<Axis>, O1, Os...> {
                                           drop_t<O1, k + 1>>>;
 };
 template <class B>
-constexpr int lower_branch(graph_builder& b, int x, int i, auto in_tag) {
+TENSOROPT_FLATTEN constexpr int lower_branch(graph_builder& b, int x, int i, auto in_tag) {
   using In = typename decltype(in_tag)::type;
   if constexpr (is_named_v<B>) return lower_layer<B, In>(b, x);
-  std::string saved = b.scope;
-  b.scope = b.qualify(int_to_string(i));
+  const auto saved = b.enter(index_t(i));
   const int y = lower_layer<B, In>(b, x);
-  b.scope = std::move(saved);
+  b.leave(saved);
   return y;
 }
 }  // namespace detail
@@ -238,7 +236,7 @@ struct branches : layer_base {
         detail::invalid_lazy>::type;
   };
   template <class In>
-  static constexpr int lower(detail::graph_builder& b, int x) {
+  TENSOROPT_FLATTEN static constexpr int lower(detail::graph_builder& b, int x) {
     std::vector<int> ys;
     int i = 0;
     ((ys.push_back(detail::lower_branch<Bs>(b, x, i++, std::type_identity<In>{}))), ...);
@@ -279,16 +277,15 @@ struct repeat : layer_base {
     using type = std::conditional_t<ok, In, invalid_shape>;
   };
   template <class In>
-  static constexpr int lower(detail::graph_builder& b, int x) {
-    const std::string saved = b.scope;
+  TENSOROPT_FLATTEN static constexpr int lower(detail::graph_builder& b, int x) {
     const int saved_id = b.repeat_id, saved_index = b.repeat_index;
     const int id = b.repeat_count++;
     for (index_t i = 0; i < N; ++i) {
-      b.scope = b.qualify(detail::int_to_string(i));
+      const auto saved = b.enter(i);
       b.repeat_id = id;
       b.repeat_index = int(i);
       x = detail::lower_layer<Block, In>(b, x);
-      b.scope = saved;
+      b.leave(saved);
     }
     b.repeat_id = saved_id;
     b.repeat_index = saved_index;

@@ -24,7 +24,7 @@ constexpr bool is_image_v = [] {
   else return false;
 }();
 
-constexpr int lower_conv(graph_builder& b, int x, const shape_desc& s, index_t cin, index_t cout, index_t kh,
+TENSOROPT_NOINLINE constexpr int lower_conv(graph_builder& b, int x, const shape_desc& s, index_t cin, index_t cout, index_t kh,
                          index_t kw, index_t stride, index_t ph, index_t pw, bool bias) {
   const index_t oh = conv_out(s.extents[2], kh, stride, ph), ow = conv_out(s.extents[3], kw, stride, pw);
   op_node op;
@@ -43,7 +43,7 @@ constexpr int lower_conv(graph_builder& b, int x, const shape_desc& s, index_t c
   return b.emit(std::move(op), name, {s.extents[0], cout, oh, ow}, tmap(-1, {0, 1, 3, 4}));
 }
 
-constexpr int lower_pool(graph_builder& b, int x, const shape_desc& s, op_kind kind, index_t k, index_t stride,
+TENSOROPT_NOINLINE constexpr int lower_pool(graph_builder& b, int x, const shape_desc& s, op_kind kind, index_t k, index_t stride,
                          index_t pad) {
   const index_t oh = conv_out(s.extents[2], k, stride, pad), ow = conv_out(s.extents[3], k, stride, pad);
   op_node op;
@@ -59,7 +59,7 @@ constexpr int lower_pool(graph_builder& b, int x, const shape_desc& s, op_kind k
                 {s.extents[0], s.extents[1], oh, ow}, tmap(-1, {0, 1, 2, 3}));
 }
 
-constexpr int lower_global_pool(graph_builder& b, int x, const shape_desc& s) {
+TENSOROPT_NOINLINE constexpr int lower_global_pool(graph_builder& b, int x, const shape_desc& s) {
   op_node op;
   op.kind = op_kind::global_avg_pool;
   append_axes(op.dims, s);
@@ -69,7 +69,7 @@ constexpr int lower_global_pool(graph_builder& b, int x, const shape_desc& s) {
   return b.emit(std::move(op), b.op_name("pool"), extents_of(s, 0, 2), tmap_iota(-1, 2));
 }
 
-constexpr int lower_batch_norm(graph_builder& b, int x, const shape_desc& s) {
+TENSOROPT_NOINLINE constexpr int lower_batch_norm(graph_builder& b, int x, const shape_desc& s) {
   const index_t c = s.extents[1];
   op_node op;
   op.kind = op_kind::batch_norm;
@@ -118,7 +118,7 @@ struct conv2d_rect : primitive_layer<conv2d_rect<Cin, Cout, KH, KW, Stride, PadH
                        axis<"x", detail::conv_out(S::extents[3], KW, Stride, PadW)>>;
   };
   template <class S>
-  static constexpr int lower(detail::graph_builder& b, int x) {
+  TENSOROPT_FLATTEN static constexpr int lower(detail::graph_builder& b, int x) {
     return detail::lower_conv(b, x, detail::desc_v<S>, Cin, Cout, KH, KW, Stride, PadH, PadW, Bias);
   }
 };
@@ -153,7 +153,7 @@ struct pool_layer : primitive_layer<pool_layer<Kind, K, Stride, Pad>> {
                        axis<"x", conv_out(S::extents[3], K, Stride, Pad)>>;
   };
   template <class S>
-  static constexpr int lower(graph_builder& b, int x) {
+  TENSOROPT_FLATTEN static constexpr int lower(graph_builder& b, int x) {
     return lower_pool(b, x, desc_v<S>, Kind, K, Stride, Pad);
   }
 };
@@ -180,7 +180,7 @@ struct global_avg_pool : primitive_layer<global_avg_pool> {
     using type = take_t<S, 2>;
   };
   template <class S>
-  static constexpr int lower(detail::graph_builder& b, int x) {
+  TENSOROPT_FLATTEN static constexpr int lower(detail::graph_builder& b, int x) {
     return detail::lower_global_pool(b, x, detail::desc_v<S>);
   }
 };
@@ -208,7 +208,7 @@ struct batch_norm : primitive_layer<batch_norm<C>> {
     using type = S;
   };
   template <class S>
-  static constexpr int lower(detail::graph_builder& b, int x) {
+  TENSOROPT_FLATTEN static constexpr int lower(detail::graph_builder& b, int x) {
     return detail::lower_batch_norm(b, x, detail::desc_v<S>);
   }
 };

@@ -28,7 +28,7 @@ constexpr std::uint32_t low_mask(int n) { return n >= 32 ? ~0u : (1u << n) - 1u;
 }  // namespace detail
 
 namespace detail {
-constexpr int lower_linear(graph_builder& b, int x, const shape_desc& s, int nc, index_t out_size,
+TENSOROPT_NOINLINE constexpr int lower_linear(graph_builder& b, int x, const shape_desc& s, int nc, index_t out_size,
                            std::string_view out_name, bool bias) {
   const int r = s.rank, nb = r - nc;
   op_node op;
@@ -48,7 +48,7 @@ constexpr int lower_linear(graph_builder& b, int x, const shape_desc& s, int nc,
   return b.emit(std::move(op), name, extents_of(s, 0, nb).push(out_size), out);
 }
 
-constexpr int lower_tied_linear(graph_builder& b, int x, const shape_desc& s, index_t out_size,
+TENSOROPT_NOINLINE constexpr int lower_tied_linear(graph_builder& b, int x, const shape_desc& s, index_t out_size,
                                 std::string_view out_name, std::string_view param) {
     const int r = s.rank, nb = r - 1;
     const int w = b.find_tensor(param);
@@ -72,7 +72,7 @@ constexpr int lower_tied_linear(graph_builder& b, int x, const shape_desc& s, in
     return b.emit(std::move(op), b.op_name("linear"), extents_of(s, 0, nb).push(out_size), out);
 }
 
-constexpr int lower_embedding(graph_builder& b, int x, const shape_desc& s, index_t vocab, index_t hidden,
+TENSOROPT_NOINLINE constexpr int lower_embedding(graph_builder& b, int x, const shape_desc& s, index_t vocab, index_t hidden,
                               bool positions) {
   const int nb = s.rank;
   op_node op;
@@ -95,14 +95,14 @@ constexpr int lower_embedding(graph_builder& b, int x, const shape_desc& s, inde
 }
 
 /// Ops whose dims are the input's axes and whose output has the input's shape.
-constexpr int lower_elementwise(graph_builder& b, int x, const shape_desc& s, op_node&& op,
+TENSOROPT_NOINLINE constexpr int lower_elementwise(graph_builder& b, int x, const shape_desc& s, op_node&& op,
                                 const std::string& name) {
   append_axes(op.dims, s);
   op.inputs.push_back(tmap_iota(x, s.rank));
   return b.emit(std::move(op), name, extents_of(s), tmap_iota(-1, s.rank));
 }
 
-constexpr int lower_layer_norm(graph_builder& b, int x, const shape_desc& s) {
+TENSOROPT_NOINLINE constexpr int lower_layer_norm(graph_builder& b, int x, const shape_desc& s) {
   const int r = s.rank;
   const index_t h = s.extents[r - 1];
   op_node op;
@@ -119,7 +119,7 @@ constexpr int lower_layer_norm(graph_builder& b, int x, const shape_desc& s) {
 }
 
 /// gelu, relu (save their input) and dropout (saves a one-byte mask).
-constexpr int lower_activation(graph_builder& b, int x, const shape_desc& s, op_kind kind, double p = 0) {
+TENSOROPT_NOINLINE constexpr int lower_activation(graph_builder& b, int x, const shape_desc& s, op_kind kind, double p = 0) {
   op_node op;
   op.kind = kind;
   std::string_view fallback = "relu";
@@ -142,7 +142,7 @@ constexpr int lower_activation(graph_builder& b, int x, const shape_desc& s, op_
   return lower_elementwise(b, x, s, std::move(op), b.op_name(fallback));
 }
 
-constexpr int lower_softmax_xent(graph_builder& b, int x, const shape_desc& s) {
+TENSOROPT_NOINLINE constexpr int lower_softmax_xent(graph_builder& b, int x, const shape_desc& s) {
   const int r = s.rank, nb = r - 1;
   op_node in;
   in.kind = op_kind::input;
@@ -203,7 +203,7 @@ struct linear : primitive_layer<linear<In, Out, Name, Bias>> {
   };
 
   template <class S>
-  static constexpr int lower(detail::graph_builder& b, int x) {
+  TENSOROPT_FLATTEN static constexpr int lower(detail::graph_builder& b, int x) {
     return detail::lower_linear(b, x, detail::desc_v<S>, int(contract_axes<S>), Out, out_axis<S>::name, Bias);
   }
 };
@@ -232,7 +232,7 @@ struct tied_linear : primitive_layer<tied_linear<Out, Param, Name>> {
     using type = cat_t<take_t<S, S::rank - 1>, shape<axis<Name, Out>>>;
   };
   template <class S>
-  static constexpr int lower(detail::graph_builder& b, int x) {
+  TENSOROPT_FLATTEN static constexpr int lower(detail::graph_builder& b, int x) {
     return detail::lower_tied_linear(b, x, detail::desc_v<S>, Out, Name.view(), Param.view());
   }
 };
@@ -262,7 +262,7 @@ struct embedding : primitive_layer<embedding<Vocab, Hidden, Positions>> {
     using type = cat_t<typename S::shape_type, shape<axis<"h", Hidden>>>;
   };
   template <class S>
-  static constexpr int lower(detail::graph_builder& b, int x) {
+  TENSOROPT_FLATTEN static constexpr int lower(detail::graph_builder& b, int x) {
     return detail::lower_embedding(b, x, detail::desc_v<typename S::shape_type>, Vocab, Hidden, Positions);
   }
 };
@@ -292,7 +292,7 @@ struct layer_norm : primitive_layer<layer_norm<H>> {
     using type = S;
   };
   template <class S>
-  static constexpr int lower(detail::graph_builder& b, int x) {
+  TENSOROPT_FLATTEN static constexpr int lower(detail::graph_builder& b, int x) {
     return detail::lower_layer_norm(b, x, detail::desc_v<S>);
   }
 };
@@ -318,7 +318,7 @@ struct elementwise_layer : primitive_layer<Derived> {
 /// GELU; saves its input.
 struct gelu : detail::elementwise_layer<gelu, op_kind::gelu> {
   template <class S>
-  static constexpr int lower(detail::graph_builder& b, int x) {
+  TENSOROPT_FLATTEN static constexpr int lower(detail::graph_builder& b, int x) {
     return detail::lower_activation(b, x, detail::desc_v<S>, op_kind::gelu);
   }
 };
@@ -326,7 +326,7 @@ struct gelu : detail::elementwise_layer<gelu, op_kind::gelu> {
 /// ReLU; saves its input.
 struct relu : detail::elementwise_layer<relu, op_kind::relu> {
   template <class S>
-  static constexpr int lower(detail::graph_builder& b, int x) {
+  TENSOROPT_FLATTEN static constexpr int lower(detail::graph_builder& b, int x) {
     return detail::lower_activation(b, x, detail::desc_v<S>, op_kind::relu);
   }
 };
@@ -337,7 +337,7 @@ struct dropout : detail::elementwise_layer<dropout<P>, op_kind::dropout> {
   static_assert(P >= 0 && P < 1, "tensoropt::dropout<P>: P must be in [0, 1)");
   static constexpr bool params_ok = P >= 0 && P < 1;
   template <class S>
-  static constexpr int lower(detail::graph_builder& b, int x) {
+  TENSOROPT_FLATTEN static constexpr int lower(detail::graph_builder& b, int x) {
     return detail::lower_activation(b, x, detail::desc_v<S>, op_kind::dropout, P);
   }
 };
@@ -368,7 +368,7 @@ struct softmax_cross_entropy : primitive_layer<softmax_cross_entropy<Classes>> {
     using type = shape<>;
   };
   template <class S>
-  static constexpr int lower(detail::graph_builder& b, int x) {
+  TENSOROPT_FLATTEN static constexpr int lower(detail::graph_builder& b, int x) {
     return detail::lower_softmax_xent(b, x, detail::desc_v<S>);
   }
 };

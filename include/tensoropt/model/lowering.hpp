@@ -9,6 +9,16 @@
 #include "graph.hpp"
 #include "layer.hpp"
 
+/// Lowering code is run once per model at run time; keeping its helpers out of line
+/// keeps the code generated per model type small (compile time of the zoo).
+#if defined(__GNUC__)
+#define TENSOROPT_NOINLINE [[gnu::noinline]]
+#define TENSOROPT_FLATTEN [[gnu::always_inline]]
+#else
+#define TENSOROPT_NOINLINE
+#define TENSOROPT_FLATTEN
+#endif
+
 namespace tensoropt::detail {
 
 /// Decimal text of v (constexpr; std::to_string is not).
@@ -120,6 +130,17 @@ struct graph_builder {
     s += n;
     return s;
   }
+  /// Enters scope `n` ("layers" -> "layers.3" ...); returns what leave() needs.
+  TENSOROPT_NOINLINE constexpr std::size_t enter(std::string_view n) {
+    const std::size_t old = scope.size();
+    if (!scope.empty()) scope += '.';
+    scope += n;
+    return old;
+  }
+  TENSOROPT_NOINLINE constexpr std::size_t enter(index_t i) { return enter(int_to_string(i)); }
+  TENSOROPT_NOINLINE constexpr void leave(std::size_t old) { scope.resize(old); }
+  /// Names the next primitive op (named<>).
+  TENSOROPT_NOINLINE constexpr void name_next(std::string_view n) { pending = n; }
   constexpr bool op_name_taken(std::string_view n) const {
     for (auto& o : g.ops)
       if (o.name == n) return true;
@@ -127,20 +148,20 @@ struct graph_builder {
   }
   /// The name of the next primitive op: the one named<> gave, else `fallback`,
   /// qualified by the scope and made unique with a "_1", "_2", ... suffix.
-  constexpr std::string op_name(std::string_view fallback) {
+  TENSOROPT_NOINLINE constexpr std::string op_name(std::string_view fallback) {
     std::string base = qualify(pending.empty() ? fallback : std::string_view(pending));
     pending.clear();
     return unique(base);
   }
   /// `base` if no op has that name yet, else base_1, base_2, ...
-  constexpr std::string unique(const std::string& base) const {
+  TENSOROPT_NOINLINE constexpr std::string unique(const std::string& base) const {
     if (!op_name_taken(base)) return base;
     for (index_t k = 1;; ++k) {
       std::string n = base + "_" + int_to_string(k);
       if (!op_name_taken(n)) return n;
     }
   }
-  constexpr int add_tensor(const std::string& name, const ext_list& extents, bool parameter,
+  TENSOROPT_NOINLINE constexpr int add_tensor(const std::string& name, const ext_list& extents, bool parameter,
                            bool integer = false) {
     tensor_info t;
     t.name = name;
@@ -152,7 +173,7 @@ struct graph_builder {
     return int(g.tensors.size()) - 1;
   }
   /// A parameter `op_name.local` with the given extents, mapped to op dims `dims`.
-  constexpr tensor_map param(const std::string& op, std::string_view local, const ext_list& extents,
+  TENSOROPT_NOINLINE constexpr tensor_map param(const std::string& op, std::string_view local, const ext_list& extents,
                              tensor_map dims) {
     std::string n = op;
     n += '.';
@@ -161,14 +182,14 @@ struct graph_builder {
     return dims;
   }
   /// The index of the tensor called `name`, or -1.
-  constexpr int find_tensor(std::string_view name) const {
+  TENSOROPT_NOINLINE constexpr int find_tensor(std::string_view name) const {
     for (std::size_t i = 0; i < g.tensors.size(); ++i)
       if (g.tensors[i].name == name) return int(i);
     return -1;
   }
   /// Appends `op` (named `name`) writing a new activation of `extents` whose axes
   /// follow op dims `out_dims`; returns the activation's tensor index.
-  constexpr int emit(op_node&& op, const std::string& name, const ext_list& extents, tensor_map out,
+  TENSOROPT_NOINLINE constexpr int emit(op_node&& op, const std::string& name, const ext_list& extents, tensor_map out,
                      bool integer = false) {
     const int t = add_tensor(name, extents, false, integer);
     g.tensors[t].producer = int(g.ops.size());
@@ -184,7 +205,7 @@ struct graph_builder {
 
 /// Lowers layer L on input In unless the shape is invalid (already diagnosed).
 template <class L, class In>
-constexpr int lower_layer(graph_builder& b, int x) {
+TENSOROPT_FLATTEN constexpr int lower_layer(graph_builder& b, int x) {
   if constexpr (!is_valid_v<In> || !is_valid_v<typename L::template infer<In, false>::type>) {
     return -1;
   } else {

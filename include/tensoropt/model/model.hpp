@@ -63,7 +63,7 @@ concept Model = requires {
 };
 
 namespace detail {
-constexpr int lower_input(graph_builder& b, const shape_desc& s, bool integer) {
+TENSOROPT_NOINLINE constexpr int lower_input(graph_builder& b, const shape_desc& s, bool integer) {
   op_node op;
   op.kind = op_kind::input;
   op.attr[0] = integer ? 1 : 0;

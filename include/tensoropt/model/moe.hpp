@@ -16,7 +16,7 @@
 namespace tensoropt {
 
 namespace detail {
-constexpr int lower_moe(graph_builder& b, int x, const shape_desc& in, index_t E, index_t Ffn, index_t TopK,
+TENSOROPT_NOINLINE constexpr int lower_moe(graph_builder& b, int x, const shape_desc& in, index_t E, index_t Ffn, index_t TopK,
                         index_t c) {
     const index_t G = in.extents[0], s = in.extents[1], h = in.extents[2];
     // router
@@ -103,7 +103,7 @@ struct moe : primitive_layer<moe<Experts, Ffn, TopK, CapacityFactor>> {
   }
 
   template <class S>
-  static constexpr int lower(detail::graph_builder& b, int x) {
+  TENSOROPT_FLATTEN static constexpr int lower(detail::graph_builder& b, int x) {
     return detail::lower_moe(b, x, detail::desc_v<S>, Experts, Ffn, TopK, capacity(S::extents[1]));
   }
 };

@@ -96,8 +96,13 @@ template <class = void>
 const model_info& find(std::string_view name) {
   for (auto& m : list())
     if (m.name == name) return m;
-  std::string msg = "unknown model '" + std::string(name) + "'; valid models:";
-  for (auto& m : list()) msg += " " + std::string(m.name);
+  std::string msg = "unknown model '";
+  msg += name;
+  msg += "'; valid models:";
+  for (auto& m : list()) {
+    msg += ' ';
+    msg += m.name;
+  }
   throw invalid_argument(msg);
 }
 
