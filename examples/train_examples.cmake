@@ -1,0 +1,28 @@
+# The runtime's training examples (need tensoropt::runtime: BLAS + threads; MPI optional).
+# Included from examples/CMakeLists.txt; each example also runs as a test at a small size.
+if(TARGET tensoropt::runtime)
+  include(${PROJECT_SOURCE_DIR}/cmake/tensoropt_testing.cmake)
+  foreach(ex IN ITEMS train_gpt train_cnn)
+    if(NOT EXISTS ${CMAKE_CURRENT_LIST_DIR}/${ex}.cpp)
+      continue()
+    endif()
+    add_executable(${ex} ${CMAKE_CURRENT_LIST_DIR}/${ex}.cpp)
+    target_link_libraries(${ex} PRIVATE tensoropt::runtime)
+    target_compile_definitions(${ex} PRIVATE TENSOROPT_EXAMPLE_DATA="${CMAKE_CURRENT_LIST_DIR}/data")
+    if(TARGET MPI::MPI_CXX)
+      target_link_libraries(${ex} PRIVATE MPI::MPI_CXX)
+      target_compile_definitions(${ex} PRIVATE TENSOROPT_EXAMPLE_MPI)
+    endif()
+    tensoropt_dev_flags(${ex})
+    if(TENSOROPT_BUILD_TESTS)
+      add_test(NAME example.${ex} COMMAND ${ex} --steps 25)
+      set_tests_properties(example.${ex} PROPERTIES TIMEOUT 120 LABELS example)
+      if(TARGET MPI::MPI_CXX)
+        add_test(NAME example.${ex}_mpi
+                 COMMAND ${MPIEXEC_EXECUTABLE} --oversubscribe --allow-run-as-root ${MPIEXEC_NUMPROC_FLAG} 4
+                         $<TARGET_FILE:${ex}> --comm mpi --steps 25)
+        set_tests_properties(example.${ex}_mpi PROPERTIES TIMEOUT 120 LABELS "example;mpi")
+      endif()
+    endif()
+  endforeach()
+endif()

@@ -1,0 +1,163 @@
+// train_gpt: plans a small character-level GPT on 4 devices, picks the fastest plan
+// within a memory budget and trains it on the text in examples/data (4 local devices
+// by default; `--comm mpi` under `mpirun -np 4` gives the same losses).
+//
+//   train_gpt [--comm local|mpi] [--steps N] [--budget-mib M] [--data FILE]
+#include <tensoropt/models/gpt.hpp>
+#include <tensoropt/plan/planner.hpp>
+#include <tensoropt/runtime.hpp>
+#ifdef TENSOROPT_EXAMPLE_MPI
+#include <tensoropt/runtime/mpi_comm.hpp>
+#endif
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+
+namespace to = tensoropt;
+namespace rt = tensoropt::runtime;
+
+using model = to::models::gpt<{.layers = 2, .hidden = 64, .heads = 4, .seq = 32, .vocab = 64, .batch = 8,
+                               .dropout = 0.0}>;
+
+namespace {
+constexpr int devices = 4;
+
+/// Character -> token id: a-z, space, punctuation, digits; everything else is 63.
+int token_of(char ch) {
+  static const std::string alphabet = "abcdefghijklmnopqrstuvwxyz .,;:'!?-\n0123456789";
+  if (ch >= 'A' && ch <= 'Z') ch = char(ch - 'A' + 'a');
+  const auto p = alphabet.find(ch);
+  return p == std::string::npos ? 63 : int(p);
+}
+
+rt::batch make_batch(const std::vector<int>& text, std::mt19937& rng) {
+  constexpr int b = int(model::config.batch), s = int(model::config.seq);
+  rt::batch out(2, std::vector<float>(std::size_t(b * s)));
+  for (int i = 0; i < b; ++i) {
+    const std::size_t at = rng() % (text.size() - std::size_t(s) - 1);
+    for (int j = 0; j < s; ++j) {
+      out[0][std::size_t(i * s + j)] = float(text[at + std::size_t(j)]);
+      out[1][std::size_t(i * s + j)] = float(text[at + std::size_t(j) + 1]);
+    }
+  }
+  return out;
+}
+
+int fail(const std::string& msg) {
+  std::fprintf(stderr, "train_gpt: %s\n", msg.c_str());
+  return 2;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string comm_kind = "local", data = TENSOROPT_EXAMPLE_DATA "/tiny_corpus.txt";
+  int steps = 60;
+  double budget_mib = 0;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw to::invalid_argument(a + " needs a value");
+      return argv[++i];
+    };
+    try {
+      if (a == "--comm") comm_kind = value();
+      else if (a == "--steps") steps = std::stoi(value());
+      else if (a == "--budget-mib") budget_mib = std::stod(value());
+      else if (a == "--data") data = value();
+      else return fail("unknown option '" + a + "'; use --comm local|mpi, --steps N, --budget-mib M, --data FILE");
+    } catch (const std::exception& e) {
+      return fail(e.what());
+    }
+  }
+  if (comm_kind != "local" && comm_kind != "mpi") return fail("--comm must be local or mpi, not '" + comm_kind + "'");
+#ifdef TENSOROPT_EXAMPLE_MPI
+  std::unique_ptr<rt::mpi_session> session;
+  std::unique_ptr<rt::mpi_comm> mpi;
+  if (comm_kind == "mpi") {
+    session = std::make_unique<rt::mpi_session>(&argc, &argv);
+    mpi = std::make_unique<rt::mpi_comm>();
+  }
+#else
+  if (comm_kind == "mpi") return fail("this build has no MPI; rebuild with MPI found, or use --comm local");
+#endif
+  const bool leader = comm_kind == "local" ||
+#ifdef TENSOROPT_EXAMPLE_MPI
+                      mpi->rank() == 0;
+#else
+                      true;
+#endif
+  auto say = [&](const char* fmt, auto... args) {
+    if (leader) std::printf(fmt, args...);
+  };
+  try {
+    std::ifstream in(data);
+    if (!in) return fail("cannot read the training text '" + data + "' (pass --data FILE)");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::vector<int> text;
+    for (char ch : ss.str()) text.push_back(token_of(ch));
+    if (text.size() < 2 * model::config.seq) return fail("the training text '" + data + "' is too short");
+
+    // Plan: the frontier on 4 CPU devices, then the fastest point within the budget.
+    const auto g = to::lower<model>();
+    const auto cl = to::cluster::single_node(devices);
+    to::planner_options po;
+    po.baselines = false;
+    po.micro_batches = {1, 2};
+    const auto pf = to::plan_frontier(g, cl, po);
+    if (pf.points.empty()) return fail("the planner found no plan");
+    const double lo = double(pf.points.front().memory), hi = double(pf.points.back().memory);
+    const double budget = budget_mib > 0 ? budget_mib * 1024 * 1024 : std::sqrt(lo * hi);
+    const int chosen = to::fastest_within_index(pf, budget);
+    if (chosen < 0)
+      return fail("no plan fits " + std::to_string(budget / 1048576) + " MiB per device; the least memory is " +
+                  std::to_string(lo / 1048576) + " MiB");
+    const auto& pt = pf.points[std::size_t(chosen)];
+    say("frontier: %zu plans on %d devices; budget %.3f MiB per device\n", pf.points.size(), devices,
+        budget / 1048576);
+    say("chosen plan #%d: predicted %.3f ms/step, %.3f MiB per device, %d micro-batch(es)\n%s\n", chosen,
+        double(pt.time) / 1e9, double(pt.memory) / 1048576, pt.micro_batches, pf.summary(std::size_t(chosen)).c_str());
+    rt::training_plan plan{pf.op_configs(std::size_t(chosen)), pt.micro_batches, cl.mesh};
+
+    rt::optimizer_options adam;
+    adam.type = rt::optimizer_options::kind::adam;
+    adam.lr = 3e-3f;
+    std::unique_ptr<rt::local_world> world;
+    std::unique_ptr<rt::trainer> tr;
+    if (comm_kind == "local") {
+      world = std::make_unique<rt::local_world>(devices);
+      tr = std::make_unique<rt::trainer>(g, plan, *world, adam);
+    } else {
+#ifdef TENSOROPT_EXAMPLE_MPI
+      tr = std::make_unique<rt::trainer>(g, plan, *mpi, adam);
+#endif
+    }
+    std::mt19937 rng(7);
+    float first = 0, last = 0;
+    const double tokens = double(model::config.batch * model::config.seq);
+    for (int s = 0; s < steps; ++s) {
+      const auto b = make_batch(text, rng);
+      const auto t0 = std::chrono::steady_clock::now();
+      last = tr->step(b);
+      const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (s == 0) first = last;
+      say("step %3d  loss %.4f  %8.0f tokens/s\n", s, double(last), tokens / dt);
+    }
+    std::int64_t peak = 0;
+    for (auto& m : tr->memory()) peak = std::max(peak, m.peak);
+    say("loss %.4f -> %.4f; peak memory of a device %.3f MiB (predicted %.3f MiB)\n", double(first), double(last),
+        double(peak) / 1048576, double(pt.memory) / 1048576);
+    if (steps >= 20 && !(last < 0.8f * first)) {
+      say("train_gpt: the loss did not fall clearly below the starting loss\n");
+      return 1;
+    }
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+  return 0;
+}
