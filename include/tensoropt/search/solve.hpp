@@ -49,6 +49,7 @@
 #include "frontier.hpp"
 #include "problem.hpp"
 #include "validate.hpp"
+#include "detail/cell_merge.hpp"
 
 namespace tensoropt {
 
@@ -98,40 +99,6 @@ struct factor {
     return cells() == 0 ? 1.0 : double(pts.size()) / double(cells());
   }
 };
-
-// (ta, tb) pending tags of a partial sum, plus tag x: at most one join is made.
-constexpr void add_tag(candidate& c, std::int32_t x, trace& t) {
-  if (x < 0) return;
-  if (c.ta < 0) c.ta = x;
-  else if (c.tb < 0) c.tb = x;
-  else { c.ta = t.join(c.ta, c.tb); c.tb = x; }
-}
-
-// cur := prune(cur (+) span); joins tags only for the survivors.
-constexpr void add_span(std::vector<candidate>& cur, const frontier_point_ref* p, std::size_t n,
-                        std::vector<candidate>& tmp, trace& t) {
-  if (n == 1) {
-    for (auto& c : cur) {
-      c.time += p->time;
-      c.memory += p->memory;
-      add_tag(c, p->tag, t);
-    }
-    return;
-  }
-  tmp.clear();
-  for (std::size_t i = 0; i < cur.size(); ++i)
-    for (std::size_t j = 0; j < n; ++j)
-      tmp.push_back({cur[i].time + p[j].time, cur[i].memory + p[j].memory, std::int32_t(i),
-                     std::int32_t(j)});
-  pareto_filter(tmp);
-  for (auto& c : tmp) {
-    candidate x = cur[std::size_t(c.ta)];
-    add_tag(x, p[std::size_t(c.tb)].tag, t);
-    c.ta = x.ta;
-    c.tb = x.tb;
-  }
-  cur.swap(tmp);
-}
 
 class eliminator {
  public:
@@ -422,24 +389,37 @@ class eliminator {
     g.start.reserve(cells + 1);
     g.start.push_back(0);
     std::vector<std::size_t> idx(k, 0);
-    std::vector<candidate> cell, cur, tmp;
     const std::size_t dv = dom_[std::size_t(v)];
+    cell_merger merge;
     for (std::size_t c = 0; c < cells; ++c) {
-      cell.clear();
+      merge.begin(dv);
       for (std::size_t cv = 0; cv < dv; ++cv) {
-        cur.assign(1, candidate{0, 0, -1, -1});
-        for (std::size_t f = 0; f < m && !cur.empty(); ++f) {
+        merge.spans.clear();
+        for (std::size_t f = 0; f < m; ++f) {
           const factor& fa = factors_[ids[f]];
           const std::size_t at = off[f] + cv * vstride[f];
-          const std::size_t b = fa.start[at], e = fa.start[at + 1];
-          if (b == e) cur.clear();
-          else add_span(cur, fa.pts.data() + b, e - b, tmp, trace_);
+          merge.spans.push_back({fa.pts.data() + fa.start[at], fa.start[at + 1] - fa.start[at]});
         }
-        cell.insert(cell.end(), cur.begin(), cur.end());
+        merge.add(cv, trace_);
       }
-      pareto_filter(cell);
-      epsilon_filter(cell, delta_);
-      for (auto& x : cell) g.pts.push_back({x.time, x.memory, trace_.join(x.ta, x.tb)});
+      merge.run(delta_);
+      for (std::size_t q = 0; q < merge.out.size(); ++q) {
+        const auto& x = merge.out[q];
+        std::int32_t tag = -1;
+        const auto& pl = merge.plans[merge.rows[x.row].cv];
+        if (pl.explicit_a) {
+          tag = merge.pool[pl.a_off + std::size_t(merge.rows[x.row].i)].tag;
+        } else {
+          for (std::size_t f = 0; f < m; ++f) {
+            if (int(f) == pl.sf || int(f) == pl.af) continue;
+            const factor& fa = factors_[ids[f]];
+            tag = trace_.join(tag, fa.pts[fa.start[off[f] + merge.rows[x.row].cv * vstride[f]]].tag);
+          }
+          if (pl.af >= 0) tag = trace_.join(tag, pl.a.p[merge.rows[x.row].i].tag);
+        }
+        tag = trace_.join(tag, pl.s.p[x.j].tag);
+        g.pts.push_back({x.time, x.memory, tag});
+      }
       g.start.push_back(g.pts.size());
       // odometer over s (last index fastest), offsets follow
       for (std::size_t i = k; i-- > 0;) {

@@ -1,0 +1,121 @@
+// Benchmark of the search engine on synthetic transformer-like problems of the sizes of the real workloads.
+//
+// Each layer is the 12 ops of a transformer layer: ln1 -> qkv -> attention -> proj ->
+// dropout -> add1 (residual edge from the layer input) -> ln2 -> fc1 -> gelu -> fc2 ->
+// dropout -> add2 (residual edge from add1); layers are chained, with an embedding
+// before and a loss after. Every node has `configs` configs made of `layouts` tensor
+// layouts times configs/layouts switch settings (recompute, optimizer sharding) that
+// share the layout's edge costs, as the real problems do. Edge costs depend on the
+// pair of layouts (free when equal); node costs trade time against memory by the
+// layout's parallel degree and the switches. With layouts == configs every config has
+// its own edge rows (dense, the worst case).
+//
+// Usage: search_bench [layers configs layouts epsilon]   (no arguments: the standard set)
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <tensoropt/search/solve.hpp>
+
+namespace to = tensoropt;
+
+namespace {
+
+to::problem transformer_like(int layers, int configs, int layouts, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto real = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
+  const int switches = configs / layouts;
+  // per layout: a parallel degree-like factor, and a redistribution cost between layouts
+  std::vector<double> degree(static_cast<std::size_t>(layouts));
+  for (auto& d : degree) d = std::pow(2.0, double(int(real(0, 6))));
+  std::vector<double> redistribute(static_cast<std::size_t>(layouts * layouts));
+  for (int a = 0; a < layouts; ++a)
+    for (int b = 0; b < layouts; ++b)
+      redistribute[std::size_t(a * layouts + b)] = a == b ? 0 : real(2e8, 4e9);
+  to::problem p;
+  p.memory_offset = 2'000'000'000;
+  // the configs of each op kind are costed once: repeated layers are identical, as in the
+  // real problems (which is what keeps their exact frontiers small)
+  std::vector<std::pair<double, std::vector<to::problem_config>>> kinds;
+  auto add_node = [&](const std::string& name, double flops_time, double bytes) {
+    for (auto& [key, cfgs] : kinds)
+      if (key == flops_time * 1e3 + bytes) {
+        p.nodes.push_back({name, cfgs});
+        return int(p.nodes.size() - 1);
+      }
+    to::problem_node n{name, {}};
+    for (int l = 0; l < layouts; ++l)
+      for (int s = 0; s < switches; ++s) {
+        const double d = degree[std::size_t(l)];
+        const bool recompute = s & 1, shard = s & 2;
+        double t = flops_time / d + real(0, 0.3) * flops_time * std::log2(d + 1) / 4;
+        double m = bytes / d * real(0.8, 1.2);
+        if (recompute) { t *= 1.3; m *= 0.3; }
+        if (shard) { t *= 1.05; m *= 0.7; }
+        n.configs.push_back({"l" + std::to_string(l) + (recompute ? " rc" : "") + (shard ? " zs" : ""),
+                             std::int64_t(t), std::int64_t(m)});
+      }
+    kinds.push_back({flops_time * 1e3 + bytes, n.configs});
+    p.nodes.push_back(std::move(n));
+    return int(p.nodes.size() - 1);
+  };
+  auto add_edge = [&](int a, int b) {
+    to::problem_edge e{a, b, {}, {}};
+    const int ca = int(p.nodes[std::size_t(a)].configs.size()), cb = int(p.nodes[std::size_t(b)].configs.size());
+    const bool dense = layouts == configs;
+    for (int x = 0; x < ca; ++x)
+      for (int y = 0; y < cb; ++y) {
+        const int la = x / switches, lb = y / switches;
+        const double c = redistribute[std::size_t(la * layouts + lb)];
+        e.time.push_back(std::int64_t(dense && la != lb ? c * (0.9 + 0.2 * double((x * 7919 + y * 104729) % 1000) / 1000) : c));
+        e.memory.push_back(la == lb ? 0 : std::int64_t(c / 100));
+      }
+    p.edges.push_back(std::move(e));
+  };
+  int x = add_node("embedding", 4e9, 8e9);
+  const char* ops[] = {"ln1", "qkv", "attention", "proj", "dropout1", "add1",
+                       "ln2", "fc1", "gelu", "fc2", "dropout2", "add2"};
+  const double cost[] = {1e8, 3e9, 4e9, 1e9, 1.1e8, 1.2e8, 1.3e8, 4e9, 2e8, 4.1e9, 1.4e8, 1.5e8};
+  for (int l = 0; l < layers; ++l) {
+    int prev = x, add1 = -1;
+    for (int k = 0; k < 12; ++k) {
+      const int v = add_node("layers." + std::to_string(l) + "." + ops[k], cost[k], cost[k] * 3);
+      add_edge(prev, v);
+      if (k == 5) { add_edge(x, v); add1 = v; }
+      if (k == 11) add_edge(add1, v);
+      prev = v;
+    }
+    x = prev;
+  }
+  add_edge(x, add_node("loss", 2e9, 4e9));
+  return p;
+}
+
+void run(const char* name, int layers, int configs, int layouts, double epsilon, const char* target) {
+  const auto p = transformer_like(layers, configs, layouts, 42);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r = to::solve(p, {.epsilon = epsilon});
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("%-18s %5zu nodes %4d configs (%3d layouts) eps %-5g %9.3f s  %4zu points  width %zu  "
+              "cells %zu  trace %zu  %s  (target %s)\n",
+              name, p.nodes.size(), configs, layouts, epsilon, s, r.points.size(), r.max_width,
+              r.max_cells, r.trace_entries, r.exact ? "exact" : "approx", target);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 4) {
+    run("custom", std::atoi(argv[1]), std::atoi(argv[2]), std::atoi(argv[3]),
+        argc >= 5 ? std::atof(argv[4]) : 0.0, "-");
+    return 0;
+  }
+  run("gpt3-1.3b-like", 24, 32, 8, 0, "< 0.5 s");
+  run("gpt3-39b-like", 48, 100, 25, 0, "< 10 s");
+  run("dense-64gpu-like", 48, 100, 100, 0, "< 10 s");
+  run("megatron-1t-like", 128, 200, 50, 0, "< 60 s");
+  run("megatron-1t-like", 128, 200, 50, 0.01, "< 60 s");
+}
