@@ -1,0 +1,31 @@
+// Plans from the planner's frontier (least memory, middle, fastest) train like one device on 2, 4 and 8 local devices.
+#include <doctest/doctest.h>
+#include <tensoropt/plan/planner.hpp>
+#include "runtime_models.hpp"
+
+using namespace rt_test;
+
+namespace {
+template <class M>
+void check_frontier(std::initializer_list<int> counts) {
+  const auto g = to::lower<M>();
+  const auto ref = run(g, data_parallel(g, 1), 3);
+  for (int n : counts) {
+    to::planner_options po;
+    po.baselines = false;
+    po.micro_batches = {1, 2};
+    const auto pf = to::plan_frontier(g, to::cluster::single_node(n), po);
+    REQUIRE(pf.points.size() >= 1);
+    for (std::size_t i : {std::size_t(0), pf.points.size() / 2, pf.points.size() - 1}) {
+      const rt::training_plan p{pf.op_configs(i), pf.points[i].micro_batches, to::device_mesh(1, n)};
+      const std::string what = "frontier point #" + std::to_string(i) + " of " + std::to_string(pf.points.size());
+      check_against(g, ref, p, what.c_str());
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("mlp: frontier points") { check_frontier<mlp>({2, 4, 8}); }
+TEST_CASE("gpt: frontier points") { check_frontier<gpt>({2, 4}); }
+TEST_CASE("cnn: frontier points") { check_frontier<cnn>({2, 4}); }
+TEST_CASE("moe: frontier points") { check_frontier<moe>({2, 4}); }
