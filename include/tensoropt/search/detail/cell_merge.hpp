@@ -77,9 +77,11 @@ struct merge_item {
   std::uint32_t row = 0, j = 0;
 };
 
-constexpr bool heap_after(const merge_item& x, const merge_item& y) {
-  return x.memory != y.memory ? x.memory > y.memory : x.time > y.time;
-}
+struct heap_after {  // a function object, so that the heap's comparisons inline
+  constexpr bool operator()(const merge_item& x, const merge_item& y) const {
+    return x.memory != y.memory ? x.memory > y.memory : x.time > y.time;
+  }
+};
 
 struct cell_merger {
   std::vector<span> spans;     // filled by the caller for each cv, one per factor
@@ -146,11 +148,11 @@ struct cell_merger {
       const auto& s = plans[rows[r].cv].s;
       heap.push_back({rows[r].memory + s.p[0].memory, rows[r].time + s.p[0].time, std::uint32_t(r), 0});
     }
-    std::make_heap(heap.begin(), heap.end(), heap_after);
+    std::make_heap(heap.begin(), heap.end(), heap_after{});
     cost_t best = 0;
     bool any = false;
     while (!heap.empty()) {
-      std::pop_heap(heap.begin(), heap.end(), heap_after);
+      std::pop_heap(heap.begin(), heap.end(), heap_after{});
       const merge_item x = heap.back();
       heap.pop_back();
       const merge_row& row = rows[x.row];
@@ -172,7 +174,7 @@ struct cell_merger {
       }
       if (next < s.n) {
         heap.push_back({row.memory + s.p[next].memory, row.time + s.p[next].time, x.row, std::uint32_t(next)});
-        std::push_heap(heap.begin(), heap.end(), heap_after);
+        std::push_heap(heap.begin(), heap.end(), heap_after{});
       }
     }
     if (delta > 0 && out.size() > 2) {
