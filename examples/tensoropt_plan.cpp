@@ -1,0 +1,209 @@
+// tensoropt-plan: the planner program. Computes the time-memory frontier of a zoo
+// model on a cluster (or of a problem file), prints it, and writes JSON, SVG and HTML.
+#include <tensoropt/tensoropt.hpp>
+#include <tensoropt/models/zoo.hpp>
+#include <tensoropt/plan/cli.hpp>
+#include <tensoropt/plan/planner.hpp>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace to = tensoropt;
+
+namespace {
+
+void write_file(const std::string& path, const std::string& text, const char* what) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    if (!f) throw to::invalid_argument(std::string("cannot write the ") + what + " to '" + path + "'");
+    f << text;
+    if (!f.flush()) throw to::invalid_argument(std::string("writing the ") + what + " to '" + path + "' failed");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw to::invalid_argument(std::string("cannot move the ") + what + " into place at '" + path + "'");
+  std::printf("wrote %s: %s\n", what, path.c_str());
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw to::invalid_argument("cannot open '" + path + "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+void list_models() {
+  std::printf("%-16s %-9s %9s %7s %5s  %s\n", "name", "family", "params", "batch", "gpus", "gpu");
+  for (auto& m : to::models::list())
+    std::printf("%-16.*s %-9.*s %8.2fB %7lld %5lld  %.*s\n", int(m.name.size()), m.name.data(),
+                int(m.family.size()), m.family.data(), m.parameters / 1e9, (long long)m.batch, (long long)m.gpus,
+                int(m.gpu.size()), m.gpu.data());
+}
+
+void list_gpus() {
+  std::printf("%-12s %10s %12s %12s\n", "name", "memory", "peak bf16", "HBM");
+  for (auto* d : to::gpus::all)
+    std::printf("%-12.*s %10s %9.0f TF %8.0f GB/s\n", int(d->name.size()), d->name.data(),
+                to::format_bytes(d->capacity).c_str(), d->peak_half.value / 1e12, d->memory_bw.value / 1e9);
+}
+
+void print_graph_summary(const to::op_graph& g) {
+  std::size_t params_ops = 0;
+  for (auto& op : g.ops) params_ops += !op.params.empty();
+  std::printf("model %s: %zu ops (%zu with parameters), %zu edges, %.3g parameters, %.3g FLOPs forward "
+              "per iteration (batch %lld)\n",
+              g.name.c_str(), g.ops.size(), params_ops, g.edges().size(), g.parameter_count(), g.fwd_flops(),
+              (long long)g.batch);
+}
+
+int solve_file(const to::plan_cli& c) {
+  const auto p = to::read_problem_json(read_file(c.solve));
+  const auto t0 = std::chrono::steady_clock::now();
+  to::solve_options so;
+  so.epsilon = c.epsilon;
+  const auto r = to::solve(p, so);
+  const double secs = to::detail::seconds_since(t0);
+  std::size_t configs = 0;
+  for (auto& n : p.nodes) configs += n.configs.size();
+  std::printf("problem %s: %zu nodes, %zu configs, %zu edges; solved in %.3f s: %zu points%s\n", c.solve.c_str(),
+              p.nodes.size(), configs, p.edges.size(), secs, r.points.size(), r.exact ? " (exact)" : "");
+  const auto entries = to::frontier_entries(p, r, c.micro_batches > 0 ? int(c.micro_batches) : 1);
+  to::frontier_report rep;
+  rep.model = c.solve;
+  rep.cluster = "problem file";
+  rep.search_seconds = secs;
+  for (auto& e : entries)
+    rep.points.push_back({double(e.time) / to::ps_per_second, double(e.memory), e.micro_batches, e.choice, e.labels,
+                          std::to_string(e.choice.size()) + " nodes"});
+  if (c.memory_budget_gib > 0) {
+    const auto& q = to::fastest_within(r, to::cost_t(c.memory_budget_gib * to::gib));
+    for (std::size_t i = 0; i < r.points.size(); ++i)
+      if (&r.points[i] == &q) rep.chosen = int(i);
+    rep.budget = c.memory_budget_gib * to::gib;
+  }
+  std::fputs(to::format_table(rep).c_str(), stdout);
+  if (!c.frontier_json.empty()) write_file(c.frontier_json, to::write_frontier_json(entries), "frontier");
+  if (!c.svg.empty()) write_file(c.svg, to::to_svg(rep), "plot");
+  if (!c.html.empty()) write_file(c.html, to::to_html(rep), "report");
+  return 0;
+}
+
+to::cluster make_cluster(const to::plan_cli& c, const to::models::model_info& m, long devices_override = -1) {
+  const auto& gpu = to::gpus::find(c.gpu.empty() ? m.gpu : std::string_view(c.gpu));
+  if (devices_override > 0) {
+    const long per = std::min<long>(devices_override, c.gpus_per_node > 0 ? c.gpus_per_node : m.gpus_per_node);
+    if (devices_override % per)
+      throw to::invalid_argument("device count " + std::to_string(devices_override) +
+                                 " is not a whole number of nodes of " + std::to_string(per) + " devices");
+    return to::cluster::nodes(devices_override / per).gpus_per_node(per).gpu(gpu);
+  }
+  if (c.nodes > 0) return to::cluster::nodes(c.nodes).gpus_per_node(c.gpus_per_node).gpu(gpu);
+  if (c.devices > 0) return to::cluster::nodes(1).gpus_per_node(c.devices).gpu(gpu);
+  if (!c.model_given) return to::cluster::nodes(1).gpus_per_node(8).gpu(to::gpus::a100_80gb);  // the default job
+  const long per = std::min<long>(long(m.gpus), long(m.gpus_per_node));
+  return to::cluster::nodes(long(m.gpus) / per).gpus_per_node(per).gpu(gpu);
+}
+
+to::planner_options make_options(const to::plan_cli& c) {
+  to::planner_options o;
+  o.build.prec = to::parse_precision(c.precision);
+  if (c.micro_batches > 0) o.micro_batches = {to::index_t(c.micro_batches)};
+  o.solve.epsilon = c.epsilon;
+  o.baselines = !c.no_baselines;
+  if (!c.quiet) o.progress = [](const std::string& s) { std::fprintf(stderr, "  %s\n", s.c_str()); };
+  return o;
+}
+
+int explore_devices(const to::plan_cli& c, const to::models::model_info& m, const to::op_graph& g) {
+  const double budget = c.memory_budget_gib > 0 ? c.memory_budget_gib * to::gib : 0;
+  std::printf("resource exploration for %.*s (budget %s%s)\n", int(m.name.size()), m.name.data(),
+              budget > 0 ? to::format_bytes(budget).c_str() : "device capacity",
+              c.time_target > 0 ? (", time target " + to::format_seconds(c.time_target)).c_str() : "");
+  std::printf("%8s  %-22s %12s %12s %12s %7s\n", "devices", "cluster", "least mem", "fastest", "fit: time", "points");
+  long fewest = -1;
+  for (long n : c.device_counts) {
+    const auto cl = make_cluster(c, m, n);
+    auto o = make_options(c);
+    o.baselines = false;
+    o.progress = nullptr;
+    const auto pf = to::plan_frontier(g, cl, o);
+    const double cap = budget > 0 ? budget : cl.gpu_spec.capacity.value;
+    const int i = to::fastest_within_index(pf, cap);
+    const bool fits = i >= 0 && (c.time_target <= 0 || double(pf.points[std::size_t(i)].time) / to::ps_per_second <= c.time_target);
+    std::printf("%8ld  %-22s %12s %12s %12s %7zu%s\n", n, cl.describe().c_str(),
+                to::format_bytes(double(pf.points.front().memory)).c_str(),
+                to::format_seconds(double(pf.points.back().time) / to::ps_per_second).c_str(),
+                i >= 0 ? to::format_seconds(double(pf.points[std::size_t(i)].time) / to::ps_per_second).c_str() : "no fit",
+                pf.points.size(), fits ? "" : "");
+    if (fits && fewest < 0) fewest = n;
+  }
+  if (fewest > 0) std::printf("fewest devices that fit: %ld\n", fewest);
+  else std::printf("no listed device count fits; try more devices, micro-batches or a larger budget\n");
+  return 0;
+}
+
+int run(int argc, char** argv) {
+  const auto c = to::parse_plan_cli(argc, argv);
+  if (c.help) { std::fputs(to::plan_cli_usage.data(), stdout); return 0; }
+  if (c.list_models) { list_models(); return 0; }
+  if (c.list_gpus) { list_gpus(); return 0; }
+  if (!c.solve.empty()) return solve_file(c);
+
+  const auto& m = to::models::find(c.model);
+  to::op_graph g = m.lower();
+  if (c.batch > 0) g = to::with_global_batch(g, c.batch);
+  print_graph_summary(g);
+  if (!c.device_counts.empty()) return explore_devices(c, m, g);
+
+  const auto cl = make_cluster(c, m);
+  const auto o = make_options(c);
+  std::printf("cluster %s (%s per device), precision %s\n", cl.describe().c_str(),
+              to::format_bytes(cl.gpu_spec.capacity).c_str(), std::string(o.build.prec.name).c_str());
+  const auto pf = to::plan_frontier(g, cl, o);
+  std::printf("frontier: %zu Pareto-optimal plans over %zu micro-batch counts in %.2f s%s\n\n", pf.points.size(),
+              pf.parts.size(), pf.search_seconds, pf.exact ? " (exact)" : " (approximate)");
+
+  const double budget = c.memory_budget_gib > 0 ? c.memory_budget_gib * to::gib : 0;
+  int chosen = -1;
+  if (budget > 0) {
+    chosen = to::fastest_within_index(pf, budget);
+    if (chosen < 0) {
+      std::printf("no plan fits %s per device; the least memory is %s (plan #0, %s per iteration):\n  %s\n\n",
+                  to::format_bytes(budget).c_str(), to::format_bytes(double(pf.points.front().memory)).c_str(),
+                  to::format_seconds(double(pf.points.front().time) / to::ps_per_second).c_str(),
+                  pf.summary(0).c_str());
+    }
+  }
+  const auto rep = to::make_report(pf, std::string(m.name), chosen, budget);
+  std::fputs(to::format_table(rep).c_str(), stdout);
+  if (chosen >= 0) {
+    const auto& p = rep.points[std::size_t(chosen)];
+    std::printf("\nchosen plan #%d (fastest within %s): %s per device, %s per iteration, %d micro-batches\n  %s\n",
+                chosen, to::format_bytes(budget).c_str(), to::format_bytes(p.memory).c_str(),
+                to::format_seconds(p.time).c_str(), p.micro_batches, p.summary.c_str());
+  }
+  if (!c.frontier_json.empty()) write_file(c.frontier_json, to::write_frontier_json(pf.points), "frontier");
+  if (!c.problem_json.empty()) {
+    if (pf.parts.empty() || !pf.parts[0].built) throw to::infeasible("no problem to write: the search found no plan");
+    write_file(c.problem_json, to::write_problem_json(pf.parts[0].built->prob), "problem");
+  }
+  if (!c.svg.empty()) write_file(c.svg, to::to_svg(rep), "plot");
+  if (!c.html.empty()) write_file(c.html, to::to_html(rep), "report");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const to::error& e) {
+    std::fprintf(stderr, "tensoropt-plan: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tensoropt-plan: internal error: %s\n", e.what());
+    return 3;
+  }
+}

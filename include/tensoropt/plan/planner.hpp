@@ -1,0 +1,270 @@
+// The planner: a model's frontier over every micro-batch count, its baselines, and
+// the reports of a chosen plan.
+//
+// For each micro-batch count k (every k dividing the global batch, or the ones
+// given) the planner builds the problem of the micro-batch graph (plan/
+// build_problem.hpp), solves it (search/solve.hpp) and keeps the union of the
+// frontiers, each point tagged with its k. Problems whose points all fall off the
+// union are released as soon as that is known, so only the problems behind the
+// final points stay in memory. Baselines (data parallelism, Megatron tensor
+// parallelism of every legal degree with data parallelism over the rest, and the
+// single-objective optimum) are costed on the same model and placed against the
+// frontier.
+#pragma once
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+#include "../cost/op_cost.hpp"
+#include "../search/frontier_json.hpp"
+#include "../search/solve.hpp"
+#include "build_problem.hpp"
+#include "report.hpp"
+#include "strategy.hpp"
+#include "summary.hpp"
+
+namespace tensoropt {
+
+struct planner_options {
+  build_options build{};              ///< precision, reserve, config bounds (micro_batches is set per k)
+  std::vector<index_t> micro_batches; ///< counts to search; empty: every k dividing the batch
+  solve_options solve{};
+  bool baselines = true;
+  /// Progress lines ("k=4: 312 configs ... solved in 0.21 s"); empty: silent.
+  std::function<void(const std::string&)> progress;
+};
+
+/// The problem and frontier of one micro-batch count.
+struct plan_part {
+  index_t micro_batches = 1;
+  std::shared_ptr<const built_problem> built;  ///< null once no final point uses it
+  frontier_result frontier;
+  double build_seconds = 0, solve_seconds = 0;
+  std::size_t configs = 0, edges = 0;
+};
+
+struct planned_frontier {
+  op_graph graph;                       ///< the full-batch graph
+  cluster cl;
+  planner_options options;
+  std::vector<plan_part> parts;
+  std::vector<frontier_entry> points;   ///< memory ascending, time strictly descending
+  std::vector<int> part_of;             ///< points[i] comes from parts[part_of[i]]
+  std::vector<baseline_result> baselines;
+  double search_seconds = 0;
+  bool exact = true;
+
+  const built_problem& problem_of(std::size_t point) const { return *parts.at(part_of.at(point)).built; }
+  /// The op_config of every op under point `point`.
+  std::vector<op_config> op_configs(std::size_t point) const {
+    const auto& b = problem_of(point);
+    std::vector<op_config> c;
+    for (std::size_t i = 0; i < points[point].choice.size(); ++i)
+      c.push_back(b.configs[i][std::size_t(points[point].choice[i])]);
+    return c;
+  }
+  std::string summary(std::size_t point) const { return summarize(problem_of(point).graph, op_configs(point)); }
+};
+
+namespace detail {
+inline double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+/// Every k that divides the batch and leaves each batch dim whole.
+inline std::vector<index_t> legal_micro_batches(const op_graph& g) {
+  std::vector<index_t> ks;
+  for (index_t k = 1; k <= g.batch; ++k) {
+    if (g.batch % k) continue;
+    bool ok = true;
+    for (auto& op : g.ops)
+      for (auto& d : op.dims)
+        if (d.batch && d.extent % k) ok = false;
+    if (ok) ks.push_back(k);
+  }
+  return ks;
+}
+inline std::string count_str(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.0f", v);
+  std::string s = b, o;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i && (s.size() - i) % 3 == 0) o += ',';
+    o += s[i];
+  }
+  return o;
+}
+}  // namespace detail
+
+/// The baselines of DESIGN.md section 6 on `g` (full batch) and `cl`, each with one
+/// micro-batch. `frontier` (may be empty) places each against the frontier.
+inline std::vector<baseline_result> plan_baselines(const op_graph& g, const cluster& cl, const build_options& bo,
+                                                   const std::vector<frontier_entry>& frontier) {
+  std::vector<baseline_result> out;
+  auto add = [&](std::string name, const strategy& s) {
+    baseline_result b;
+    b.name = std::move(name);
+    const auto r = resolve(s, g, cl.mesh);
+    if (r.error != strategy_error::none) {
+      b.valid = false;
+      b.summary = r.message;
+      out.push_back(b);
+      return;
+    }
+    build_options o = bo;
+    o.micro_batches = 1;
+    const auto c = evaluate(g, r.configs, cl, o);
+    b.time = double(c.time) / ps_per_second;
+    b.memory = double(c.memory);
+    // Where the frontier stands at this memory.
+    const frontier_entry* best = nullptr;
+    for (auto& p : frontier)
+      if (double(p.memory) <= b.memory) best = &p;
+    if (best) {
+      const double speedup = b.time / (double(best->time) / ps_per_second);
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "frontier: %.2fx faster at this memory", speedup);
+      b.summary = buf;
+    } else if (!frontier.empty()) {
+      b.summary = "uses less memory than any frontier point?";
+    }
+    if (b.memory > cl.gpu_spec.capacity.value) b.summary += (b.summary.empty() ? "" : "; ") + std::string("does not fit");
+    out.push_back(b);
+  };
+  add("data parallel", strategy{});
+  for (index_t t = 2; t <= cl.mesh.devices(); t *= 2) {
+    if (cl.mesh.devices() % t) break;
+    strategy s;
+    s.k = strategy::kind::megatron;
+    s.tensor_parallel = t;
+    const index_t dp = cl.mesh.devices() / t;
+    add("megatron tp " + std::to_string(t) + (dp > 1 ? " x dp " + std::to_string(dp) : ""), s);
+    if (t > cl.mesh.gpus_per_node) break;
+  }
+  return out;
+}
+
+/// The frontier of `g` (at its global batch) on `cl`: the union over micro-batch counts.
+/// Throws invalid_argument for a micro-batch count that does not divide the batch.
+inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, const planner_options& opt = {}) {
+  const auto t0 = std::chrono::steady_clock::now();
+  planned_frontier pf;
+  pf.graph = g;
+  pf.cl = cl;
+  pf.options = opt;
+  auto say = [&](const std::string& s) {
+    if (opt.progress) opt.progress(s);
+  };
+  std::vector<index_t> ks = opt.micro_batches.empty() ? detail::legal_micro_batches(g) : opt.micro_batches;
+  for (index_t k : ks)
+    detail::require(k >= 1 && g.batch % k == 0,
+                    "micro-batch count " + std::to_string(k) + " does not divide the global batch " +
+                        std::to_string(g.batch) + "; choose a divisor");
+  std::vector<std::vector<frontier_entry>> entries;
+  for (std::size_t idx = 0; idx < ks.size(); ++idx) {
+    const index_t k = ks[idx];
+    plan_part part;
+    part.micro_batches = k;
+    auto tb = std::chrono::steady_clock::now();
+    build_options bo = opt.build;
+    bo.micro_batches = k;
+    auto built = std::make_shared<built_problem>(build_problem(with_batch(g, g.batch / k), cl, bo));
+    part.build_seconds = detail::seconds_since(tb);
+    for (auto& n : built->prob.nodes) part.configs += n.configs.size();
+    part.edges = built->prob.edges.size();
+    auto ts = std::chrono::steady_clock::now();
+    part.frontier = solve(built->prob, opt.solve);
+    part.solve_seconds = detail::seconds_since(ts);
+    pf.exact = pf.exact && part.frontier.exact;
+    say("[" + std::to_string(idx + 1) + "/" + std::to_string(ks.size()) + "] micro-batches " + std::to_string(k) +
+        ": " + detail::count_str(double(built->prob.nodes.size())) + " ops, " +
+        detail::count_str(double(part.configs)) + " configs, " + detail::count_str(double(part.edges)) +
+        " edges; built in " + detail::fmt("%.2f", part.build_seconds) + " s, solved in " +
+        detail::fmt("%.2f", part.solve_seconds) + " s: " + std::to_string(part.frontier.points.size()) +
+        " points");
+    entries.push_back(frontier_entries(built->prob, part.frontier, int(k)));
+    part.built = std::move(built);
+    pf.parts.push_back(std::move(part));
+    // Release the problems that no longer contribute.
+    const auto merged = merge_frontiers(entries);
+    std::vector<bool> used(pf.parts.size(), false);
+    for (auto& e : merged)
+      for (std::size_t p = 0; p < pf.parts.size(); ++p)
+        if (pf.parts[p].micro_batches == e.micro_batches) used[p] = true;
+    for (std::size_t p = 0; p < pf.parts.size(); ++p)
+      if (!used[p]) pf.parts[p].built.reset();
+  }
+  pf.points = merge_frontiers(entries);
+  for (auto& e : pf.points)
+    for (std::size_t p = 0; p < pf.parts.size(); ++p)
+      if (pf.parts[p].micro_batches == e.micro_batches) pf.part_of.push_back(int(p));
+  pf.search_seconds = detail::seconds_since(t0);
+  if (opt.baselines) {
+    pf.baselines = plan_baselines(g, cl, opt.build, pf.points);
+    if (!pf.points.empty()) {
+      const auto& f = pf.points.back();
+      pf.baselines.push_back({"min time (single objective)", double(f.time) / ps_per_second, double(f.memory),
+                              true, "= frontier point #" + std::to_string(pf.points.size() - 1)});
+    }
+  }
+  return pf;
+}
+
+/// Index of the fastest point within `budget` bytes, or -1 if none fits.
+inline int fastest_within_index(const planned_frontier& pf, double budget) {
+  int best = -1;
+  for (std::size_t i = 0; i < pf.points.size(); ++i)
+    if (double(pf.points[i].memory) <= budget) best = int(i);
+  return best;
+}
+
+/// The report of `pf` with point `chosen` (or -1) highlighted and its per-op table.
+inline frontier_report make_report(const planned_frontier& pf, const std::string& model, int chosen, double budget) {
+  frontier_report r;
+  r.model = model;
+  r.cluster = pf.cl.describe();
+  r.precision = std::string(pf.options.build.prec.name);
+  r.samples = double(pf.graph.batch);
+  r.capacity = pf.cl.gpu_spec.capacity.value;
+  r.budget = budget;
+  r.search_seconds = pf.search_seconds;
+  r.baselines = pf.baselines;
+  r.chosen = chosen;
+  for (std::size_t i = 0; i < pf.points.size(); ++i) {
+    plan_point p;
+    p.time = double(pf.points[i].time) / ps_per_second;
+    p.memory = double(pf.points[i].memory);
+    p.micro_batches = pf.points[i].micro_batches;
+    p.choice = pf.points[i].choice;
+    p.labels = pf.points[i].labels;
+    p.summary = pf.summary(i);
+    r.points.push_back(std::move(p));
+  }
+  if (!pf.exact) r.notes = "approximate frontier (epsilon or width fallback): see the search notes";
+  if (chosen >= 0) {
+    const auto& b = pf.problem_of(std::size_t(chosen));
+    const auto configs = pf.op_configs(std::size_t(chosen));
+    const cost_options co = b.options.cost();
+    for (std::size_t i = 0; i < b.graph.ops.size(); ++i) {
+      const auto& op = b.graph.ops[i];
+      const op_cost c = cost_op(b.graph, int(i), configs[i], pf.cl, co);
+      op_row row;
+      row.op = op.name;
+      row.config = pf.points[std::size_t(chosen)].labels[i];
+      row.time = c.time().value;
+      row.memory = c.memory().value;
+      std::string coll;
+      if (c.collectives.value > 0) coll += "own collectives " + format_seconds(c.collectives);
+      if (c.grad_sync.value > 0)
+        coll += std::string(coll.empty() ? "" : "; ") + (configs[i].shard_optimizer ? "reduce-scatter + all-gather" : "all-reduce") +
+                " of gradients " + format_seconds(c.grad_sync);
+      if (c.recompute.value > 0) coll += std::string(coll.empty() ? "" : "; ") + "recompute " + format_seconds(c.recompute);
+      row.collectives = coll.empty() ? "-" : coll;
+      r.chosen_ops.push_back(std::move(row));
+    }
+  }
+  return r;
+}
+
+}  // namespace tensoropt
