@@ -26,3 +26,7 @@
 #include "plan/build_problem.hpp"
 #include "plan/strategy.hpp"
 #include "plan/fits.hpp"
+#include "plan/report.hpp"
+#include "plan/summary.hpp"
+#include "plan/cli.hpp"
+#include "plan/planner.hpp"
