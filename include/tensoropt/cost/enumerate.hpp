@@ -12,6 +12,7 @@
 // to low hundreds of layout-configs, even for 384 nodes x 8):
 //   - max_split_dims[L]: at most this many dims split at level L
 //     (default 1 between nodes, 2 inside a node);
+//   - skip_dims: dims never split, by name (default: attention's head dim "d");
 //   - max_replication[L]: the split degrees of level L multiply to at least
 //     size_L / max_replication[L] (0 = no limit; default 1 between nodes, i.e. the
 //     node level is used fully, no limit inside a node). When no config of an op
@@ -33,6 +34,10 @@ struct enumerate_options {
   std::array<index_t, max_levels> max_replication{1, 0};
   bool recompute = true;        ///< offer recompute where meaningful
   bool shard_optimizer = true;  ///< offer optimizer sharding where meaningful
+  /// Dims never split, by name (at most 4). Default: the head dim "d" (attention's
+  /// d cannot be split, so splitting d in qkv or proj only forces a re-split that
+  /// splitting heads avoids).
+  std::array<std::string_view, 4> skip_dims{"d", {}, {}, {}};
   constexpr bool operator==(const enumerate_options&) const = default;
 };
 
@@ -51,19 +56,21 @@ constexpr std::vector<index_t> divisors(index_t n) {
 /// Every degree vector of one level: dims from `i` on, product dividing `budget`,
 /// at most `dims_left` dims split, each dim's total degree dividing its extent.
 constexpr void level_vectors(const op_node& op, int level, std::size_t i, index_t budget, int dims_left,
-                             op_config& cur, std::vector<op_config>& out) {
+                             const std::array<std::string_view, 4>& skip, op_config& cur,
+                             std::vector<op_config>& out) {
   if (i == op.dims.size()) {
     out.push_back(cur);
     return;
   }
-  level_vectors(op, level, i + 1, budget, dims_left, cur, out);
+  level_vectors(op, level, i + 1, budget, dims_left, skip, cur, out);
   const auto& d = op.dims[i];
   if (!d.splittable || dims_left == 0 || d.extent <= 1) return;
+  for (auto n : skip) if (!n.empty() && n == d.name) return;
   const index_t other = cur.total_degree(int(i));
   for (index_t k : divisors(budget)) {
     if (k == 1 || (d.extent % (other * k)) != 0) continue;
     cur.degree[level][i] = std::int32_t(k);
-    level_vectors(op, level, i + 1, budget / k, dims_left - 1, cur, out);
+    level_vectors(op, level, i + 1, budget / k, dims_left - 1, skip, cur, out);
     cur.degree[level][i] = 1;
   }
 }
@@ -138,12 +145,12 @@ constexpr std::vector<op_config> enumerate_layouts(const op_node& op, const devi
                                                    const enumerate_options& o = {}) {
   std::vector<op_config> lvl0;
   op_config cur;
-  detail::level_vectors(op, 0, 0, mesh.nodes, o.max_split_dims[0], cur, lvl0);
+  detail::level_vectors(op, 0, 0, mesh.nodes, o.max_split_dims[0], o.skip_dims, cur, lvl0);
   lvl0 = detail::bound_replication(std::move(lvl0), 0, mesh.nodes, o.max_replication[0]);
   std::vector<op_config> all;
   for (auto& c0 : lvl0) {
     op_config c = c0;
-    detail::level_vectors(op, 1, 0, mesh.gpus_per_node, o.max_split_dims[1], c, all);
+    detail::level_vectors(op, 1, 0, mesh.gpus_per_node, o.max_split_dims[1], o.skip_dims, c, all);
   }
   return detail::bound_replication(std::move(all), 1, mesh.gpus_per_node, o.max_replication[1]);
 }
