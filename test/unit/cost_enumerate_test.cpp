@@ -71,6 +71,24 @@ TEST_CASE("unsplittable dims are never split; GPT layer ops stay bounded") {
   CHECK(most >= 10);
 }
 
+TEST_CASE("skip_dims: the head dim is not split by default") {
+  const op_graph gpt = testing::gpt_layers(8, 64, 64, 8);
+  op_graph g = gpt;
+  for (auto& op : g.ops)
+    for (auto& d : op.dims) d.splittable = d.splittable || d.name == "d";
+  const op_node& qkv = g.ops[2];
+  REQUIRE(qkv.name == "layers.0.attn.qkv");
+  const int d = qkv.dim_index("d");
+  const auto def = enumerate_layouts(qkv, device_mesh(1, 8));
+  for (auto& c : def) CHECK(c.total_degree(d) == 1);
+  enumerate_options all;
+  all.skip_dims = {};
+  const auto more = enumerate_layouts(qkv, device_mesh(1, 8), all);
+  // splittable b, s, h, heads (+ d): 1 + 4*3 + 6*3 = 31 layouts, with d 1 + 5*3 + 10*3 = 46
+  CHECK(def.size() == 31);
+  CHECK(more.size() == 46);
+}
+
 TEST_CASE("config_error names the problem") {
   const device_mesh m(1, 4);
   op_config c;
