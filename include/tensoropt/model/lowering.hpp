@@ -21,6 +21,14 @@
 
 namespace tensoropt::detail {
 
+/// Appends `v` to `s` one char at a time. Lowering copies names that live in
+/// template parameter objects (fixed_string); under -fsanitize=null GCC cannot
+/// evaluate the library's null-pointer check on their address in a constant
+/// expression, so the copy must not go through basic_string(const char*, n).
+constexpr void append(std::string& s, std::string_view v) {
+  for (char c : v) s.push_back(c);
+}
+
 /// Decimal text of v (constexpr; std::to_string is not).
 constexpr std::string int_to_string(index_t v) {
   if (v == 0) return "0";
@@ -38,9 +46,21 @@ constexpr std::string int_to_string(index_t v) {
 /// Dims named "b" (batch) and "g" (token groups) scale with the batch.
 constexpr bool is_batch_dim_name(std::string_view n) { return n == "b" || n == "g"; }
 
+/// The conventional dim names as string literals. A name taken from an axis<"h", N>
+/// type views a template parameter object, on which GCC cannot run string_view
+/// searches in a constant expression under -fsanitize=null; op dims use these.
+inline constexpr std::string_view conventional_dim_names[] = {
+    "b", "s", "h", "heads", "d", "three", "f", "v", "e", "g", "c", "y", "x", "classes",
+    "cin", "cout", "oh", "ow", "kh", "kw", "sq", "sk", "k", "n", "i"};
+constexpr std::string_view canonical_dim_name(std::string_view n) {
+  for (auto c : conventional_dim_names)
+    if (c == n) return c;
+  return n;
+}
+
 /// An op dim; `batch` follows the naming convention.
 constexpr op_dim make_dim(std::string_view name, index_t extent, bool splittable = true) {
-  return op_dim{name, extent, splittable, is_batch_dim_name(name)};
+  return op_dim{canonical_dim_name(name), extent, splittable, is_batch_dim_name(name)};
 }
 
 /// A tensor map: axis i of `tensor` follows op dim dims[i] (-1: never split).
@@ -124,23 +144,25 @@ struct graph_builder {
   int repeat_count = 0;
 
   constexpr std::string qualify(std::string_view n) const {
-    if (scope.empty()) return std::string(n);
     std::string s = scope;
-    s += '.';
-    s += n;
+    if (!s.empty()) s += '.';
+    append(s, n);
     return s;
   }
   /// Enters scope `n` ("layers" -> "layers.3" ...); returns what leave() needs.
   TENSOROPT_NOINLINE constexpr std::size_t enter(std::string_view n) {
     const std::size_t old = scope.size();
     if (!scope.empty()) scope += '.';
-    scope += n;
+    append(scope, n);
     return old;
   }
   TENSOROPT_NOINLINE constexpr std::size_t enter(index_t i) { return enter(int_to_string(i)); }
   TENSOROPT_NOINLINE constexpr void leave(std::size_t old) { scope.resize(old); }
   /// Names the next primitive op (named<>).
-  TENSOROPT_NOINLINE constexpr void name_next(std::string_view n) { pending = n; }
+  TENSOROPT_NOINLINE constexpr void name_next(std::string_view n) {
+    pending.clear();
+    append(pending, n);
+  }
   constexpr bool op_name_taken(std::string_view n) const {
     for (auto& o : g.ops)
       if (o.name == n) return true;
@@ -157,7 +179,9 @@ struct graph_builder {
   TENSOROPT_NOINLINE constexpr std::string unique(const std::string& base) const {
     if (!op_name_taken(base)) return base;
     for (index_t k = 1;; ++k) {
-      std::string n = base + "_" + int_to_string(k);
+      std::string n = base;
+      n += '_';
+      append(n, int_to_string(k));
       if (!op_name_taken(n)) return n;
     }
   }
@@ -177,7 +201,7 @@ struct graph_builder {
                              tensor_map dims) {
     std::string n = op;
     n += '.';
-    n += local;
+    append(n, local);
     dims.tensor = add_tensor(n, extents, true);
     return dims;
   }

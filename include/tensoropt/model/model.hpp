@@ -81,7 +81,7 @@ constexpr op_graph lower() {
     return op_graph{};  // the shape error was already reported at compile time
   } else {
     detail::graph_builder b;
-    b.g.name = std::string(M::name);
+    detail::append(b.g.name, M::name);
     b.g.batch = M::batch;
     const int x = detail::lower_input(b, detail::desc_v<typename M::input_shape>, is_ids_v<typename M::input>);
     detail::lower_layer<typename M::body, typename M::input>(b, x);
