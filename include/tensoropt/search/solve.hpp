@@ -42,6 +42,7 @@
 // The engine is constexpr and runs in a constant expression for small problems.
 #pragma once
 #include <algorithm>
+#include <limits>
 #include <cstddef>
 #include <string>
 #include <type_traits>
@@ -58,6 +59,10 @@ struct solve_options {
   double epsilon = 0;                              ///< 0: exact; else see the header
   std::size_t width_limit = std::size_t(1) << 22;  ///< most cells of one factor table
   bool group_configs = true;                       ///< group configs with identical edges
+  /// Only points with memory <= memory_limit are wanted (e.g. the device capacity):
+  /// partial strategies above it are dropped as soon as they appear. Exact for the
+  /// frontier below the limit, since every cost is non-negative.
+  cost_t memory_limit = std::numeric_limits<cost_t>::max();
 };
 
 /// Reported to the progress callback after each elimination.
@@ -110,6 +115,7 @@ class eliminator {
     frontier_result r;
     r.epsilon = o_.epsilon;
     delta_ = o_.epsilon > 0 ? (2 * o_.epsilon / (2 + o_.epsilon)) / double(n) : 0.0;
+    limit_ = o_.memory_limit - std::min(o_.memory_limit, p_.memory_offset);
     build();
     std::vector<bool> done(n, false);
     std::vector<double> score(n, 0);
@@ -138,6 +144,7 @@ class eliminator {
     r.exact = o_.epsilon <= 0 && !r.width_fallback;
     r.trace_entries = trace_.entries.size();
     for (auto& q : total.points) {
+      if (q.memory > o_.memory_limit) break;
       frontier_point fp{q.time, q.memory, std::vector<int>(n, -1)};
       trace_.recover(q.tag, fp.choice);
       for (int c : fp.choice) require<runtime_error>(c >= 0, "solve: internal error, a node has no config");
@@ -150,6 +157,7 @@ class eliminator {
   const problem& p_;
   const solve_options& o_;
   double delta_ = 0;
+  cost_t limit_ = std::numeric_limits<cost_t>::max();  // memory_limit less the offset
   trace trace_;
   std::vector<factor> factors_;
   std::vector<std::vector<std::size_t>> of_var_;  // factor ids per variable (may be dead)
@@ -402,7 +410,7 @@ class eliminator {
         }
         merge.add(cv, trace_);
       }
-      merge.run(delta_);
+      merge.run(delta_, limit_);
       for (std::size_t q = 0; q < merge.out.size(); ++q) {
         const auto& x = merge.out[q];
         std::int32_t tag = -1;

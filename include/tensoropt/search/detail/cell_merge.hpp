@@ -12,6 +12,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <vector>
 #include "../frontier.hpp"
 
@@ -140,8 +141,10 @@ struct cell_merger {
       rows.push_back({bt + pl.a.p[i].time, bm + pl.a.p[i].memory, cv, std::int32_t(i)});
   }
 
-  /// Merges every row + S into `out`: the cell's staircase, epsilon-pruned with delta.
-  constexpr void run(double delta) {
+  /// Merges every row + S into `out`: the cell's staircase, epsilon-pruned with delta,
+  /// without the points whose memory exceeds `limit` (popped in memory order: the
+  /// merge stops at the first).
+  constexpr void run(double delta, cost_t limit = std::numeric_limits<cost_t>::max()) {
     heap.clear();
     out.clear();
     for (std::size_t r = 0; r < rows.size(); ++r) {
@@ -155,6 +158,7 @@ struct cell_merger {
       std::pop_heap(heap.begin(), heap.end(), heap_after{});
       const merge_item x = heap.back();
       heap.pop_back();
+      if (x.memory > limit) break;
       const merge_row& row = rows[x.row];
       const span& s = plans[row.cv].s;
       std::size_t next = x.j + 1;
