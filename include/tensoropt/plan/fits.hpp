@@ -1,8 +1,10 @@
 // Compile-time strategy checks: static_assert(fits<Model, Strategy, Mesh, Budget>).
 //
-// The memory model (plan/strategy.hpp evaluate(), bf16-mixed unless the strategy
-// type says otherwise through a static `precision` member) runs inside one constant
-// expression on the model's operator graph. A strategy that does not apply is one
+// The memory model (plan/strategy.hpp evaluate()) runs inside one constant
+// expression on the model's operator graph, for the strategy type's static
+// `micro_batches` (default 1: the whole global batch at once) and `precision`
+// (default bf16-mixed); strategies::micro_batched<S, K> and with_precision<S, P>
+// set them. A strategy that does not apply is one
 // static_assert naming the reason (expected-compile-failure tests match each):
 //   "the strategy does not match the mesh"    (pinned device count, or a
 //                                              tensor-parallel degree that does not
@@ -54,6 +56,14 @@ constexpr precision precision_of() {
     return precisions::bf16_mixed;
 }
 
+template <class S>
+constexpr index_t micro_batches_of() {
+  if constexpr (requires { S::micro_batches; })
+    return S::micro_batches;
+  else
+    return 1;
+}
+
 template <class C>
 constexpr cluster cluster_of() {
   if constexpr (std::same_as<std::remove_cvref_t<decltype(C::value())>, cluster>)
@@ -64,18 +74,23 @@ constexpr cluster cluster_of() {
 
 struct fits_result {
   strategy_error error = strategy_error::none;
+  bool bad_micro_batches = false;
   double memory = 0;  ///< bytes per device
 };
 
 template <class Model, class Strategy, class MeshOrCluster>
 constexpr fits_result fits_eval() {
-  const op_graph g = graph_of<Model>();
+  const op_graph full = graph_of<Model>();
+  constexpr index_t k = micro_batches_of<Strategy>();
+  if (k < 1 || full.batch % k != 0) return {strategy_error::none, true, 0};
+  const op_graph g = with_batch(full, full.batch / k);
   const cluster cl = cluster_of<MeshOrCluster>();
   const auto r = resolve(Strategy::value(), g, cl.mesh);
-  if (r.error != strategy_error::none) return {r.error, 0};
+  if (r.error != strategy_error::none) return {r.error, false, 0};
   build_options o;
   o.prec = precision_of<Strategy>();
-  return {strategy_error::none, double(evaluate(g, r.configs, cl, o).memory)};
+  o.micro_batches = k;
+  return {strategy_error::none, false, double(evaluate(g, r.configs, cl, o).memory)};
 }
 }  // namespace detail
 
@@ -92,6 +107,8 @@ struct fits_check {
                 "returns a device_mesh or a cluster");
   static_assert(Budget.value > 0, "tensoropt::fits: the memory budget must be positive");
   static constexpr detail::fits_result result = detail::fits_eval<Model, Strategy, MeshOrCluster>();
+  static_assert(!result.bad_micro_batches,
+                "tensoropt::fits: the strategy's micro-batch count must divide the model's global batch");
   static_assert(result.error != strategy_error::mesh_mismatch,
                 "tensoropt::fits: the strategy does not match the mesh (a pinned device count must equal the "
                 "mesh's, and a tensor-parallel degree must divide the devices per node)");
@@ -106,7 +123,8 @@ struct fits_check {
   static constexpr bytes memory = bytes(result.memory);
   // A rejected strategy already failed one static_assert above; `value` is then
   // true so that the user's own static_assert does not add a second error.
-  static constexpr bool value = result.error != strategy_error::none || result.memory <= Budget.value;
+  static constexpr bool value =
+      result.bad_micro_batches || result.error != strategy_error::none || result.memory <= Budget.value;
 };
 
 /// True when `Strategy` applies to `Model` on the mesh and its per-device memory is

@@ -274,6 +274,17 @@ struct with_switches {
     return s;
   }
 };
+/// Runs S with the global batch as K micro-batches (gradient accumulation).
+template <class S, index_t K>
+struct micro_batched : S {
+  static_assert(K >= 1, "tensoropt::strategies::micro_batched: the micro-batch count must be at least 1");
+  static constexpr index_t micro_batches = K;
+};
+/// Runs S under precision policy P (e.g. precisions::fp32).
+template <class S, const precision& P>
+struct with_precision : S {
+  static constexpr tensoropt::precision precision = P;
+};
 }  // namespace strategies
 
 }  // namespace tensoropt
