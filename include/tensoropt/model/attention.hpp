@@ -21,55 +21,55 @@
 namespace tensoropt {
 
 namespace detail {
-TENSOROPT_NOINLINE constexpr int lower_attention(graph_builder& b, int x, const shape_desc& in, index_t Heads, bool causal,
+TENSOROPT_NOINLINE constexpr int lower_attention(graph_builder& b, int x, const shape_desc& in, index_t heads, bool causal,
                               double drop, double attn_drop) {
-    const index_t B = in.extents[0], s = in.extents[1], h = in.extents[2], d = h / Heads;
-    const std::string_view bn = in.names[0];
-    // qkv projection
-    op_node qkv;
-    qkv.kind = op_kind::linear;
-    qkv.dims = {make_dim(bn, B), make_dim("s", s), make_dim("h", h), make_dim("three", 3, false),
-                make_dim("heads", Heads), make_dim("d", d)};
-    qkv.attr = {2, 1, 3, 1};
-    qkv.inputs.push_back(tmap(x, {0, 1, 2}));
-    std::string name = b.op_name("qkv");
-    qkv.params.push_back(b.param(name, "weight", {h, 3, Heads, d}, tmap(-1, {2, 3, 4, 5})));
-    qkv.params.push_back(b.param(name, "bias", {3, Heads, d}, tmap(-1, {3, 4, 5})));
-    qkv.fwd_flops_per_point = 2;
-    qkv.bwd_flops_per_point = 4;
-    save(qkv, dim_mask({0, 1, 2}), 0, 0);
-    const int t_qkv = b.emit(std::move(qkv), std::move(name), {B, s, 3, Heads, d}, tmap(-1, {0, 1, 3, 4, 5}));
-    // attention core
-    op_node core;
-    core.kind = op_kind::attention;
-    core.dims = {make_dim(bn, B), make_dim("heads", Heads), make_dim("sq", s, false),
-                 make_dim("sk", s, false), make_dim("d", d, false)};
-    core.attr = {causal ? 1 : 0, ppm(attn_drop), 0, 0};
-    core.inputs.push_back(tmap(t_qkv, {0, 2, -1, 1, 4}));
-    core.fwd_flops_per_point = 4;
-    core.bwd_flops_per_point = 8;
-    save(core, dim_mask({0, 1, 2, 4}), 0, 0, 3);  // q, k, v
-    save(core, dim_mask({0, 1, 2, 3}), 0);        // softmax output
-    if (attn_drop > 0) {
-      save(core, dim_mask({0, 1, 2, 3}), 1);  // dropout mask
-      save(core, dim_mask({0, 1, 2, 3}), 0);  // dropout output
-    }
-    const int t_core = b.emit(std::move(core), b.op_name("core"), {B, s, Heads, d}, tmap(-1, {0, 2, 1, 4}));
-    // output projection
-    op_node proj;
-    proj.kind = op_kind::linear;
-    proj.dims = {make_dim(bn, B), make_dim("s", s), make_dim("heads", Heads), make_dim("d", d), make_dim("h", h)};
-    proj.attr = {2, 2, 1, 1};
-    proj.inputs.push_back(tmap(t_core, {0, 1, 2, 3}));
-    name = b.op_name("proj");
-    proj.params.push_back(b.param(name, "weight", {Heads, d, h}, tmap(-1, {2, 3, 4})));
-    proj.params.push_back(b.param(name, "bias", {h}, tmap(-1, {4})));
-    proj.fwd_flops_per_point = 2;
-    proj.bwd_flops_per_point = 4;
-    save(proj, dim_mask({0, 1, 2, 3}), 0, 0);
-    const int t_proj = b.emit(std::move(proj), std::move(name), {B, s, h}, tmap(-1, {0, 1, 4}));
-    if (drop > 0) return lower_activation(b, t_proj, in, op_kind::dropout, drop);
-    return t_proj;
+  const index_t B = in.extents[0], s = in.extents[1], h = in.extents[2], d = h / heads;
+  const std::string_view bn = in.names[0];
+  // qkv projection
+  op_node qkv;
+  qkv.kind = op_kind::linear;
+  qkv.dims = {make_dim(bn, B), make_dim("s", s), make_dim("h", h), make_dim("three", 3, false),
+              make_dim("heads", heads), make_dim("d", d)};
+  qkv.attr = {2, 1, 3, 1};
+  qkv.inputs.push_back(tmap(x, {0, 1, 2}));
+  std::string name = b.op_name("qkv");
+  qkv.params.push_back(b.param(name, "weight", {h, 3, heads, d}, tmap(-1, {2, 3, 4, 5})));
+  qkv.params.push_back(b.param(name, "bias", {3, heads, d}, tmap(-1, {3, 4, 5})));
+  qkv.fwd_flops_per_point = 2;
+  qkv.bwd_flops_per_point = 4;
+  save(qkv, dim_mask({0, 1, 2}), 0, 0);
+  const int t_qkv = b.emit(std::move(qkv), std::move(name), {B, s, 3, heads, d}, tmap(-1, {0, 1, 3, 4, 5}));
+  // attention core
+  op_node core;
+  core.kind = op_kind::attention;
+  core.dims = {make_dim(bn, B), make_dim("heads", heads), make_dim("sq", s, false),
+               make_dim("sk", s, false), make_dim("d", d, false)};
+  core.attr = {causal ? 1 : 0, ppm(attn_drop), 0, 0};
+  core.inputs.push_back(tmap(t_qkv, {0, 2, -1, 1, 4}));
+  core.fwd_flops_per_point = 4;
+  core.bwd_flops_per_point = 8;
+  save(core, dim_mask({0, 1, 2, 4}), 0, 0, 3);  // q, k, v
+  save(core, dim_mask({0, 1, 2, 3}), 0);        // softmax output
+  if (attn_drop > 0) {
+    save(core, dim_mask({0, 1, 2, 3}), 1);  // dropout mask
+    save(core, dim_mask({0, 1, 2, 3}), 0);  // dropout output
+  }
+  const int t_core = b.emit(std::move(core), b.op_name("core"), {B, s, heads, d}, tmap(-1, {0, 2, 1, 4}));
+  // output projection
+  op_node proj;
+  proj.kind = op_kind::linear;
+  proj.dims = {make_dim(bn, B), make_dim("s", s), make_dim("heads", heads), make_dim("d", d), make_dim("h", h)};
+  proj.attr = {2, 2, 1, 1};
+  proj.inputs.push_back(tmap(t_core, {0, 1, 2, 3}));
+  name = b.op_name("proj");
+  proj.params.push_back(b.param(name, "weight", {heads, d, h}, tmap(-1, {2, 3, 4})));
+  proj.params.push_back(b.param(name, "bias", {h}, tmap(-1, {4})));
+  proj.fwd_flops_per_point = 2;
+  proj.bwd_flops_per_point = 4;
+  save(proj, dim_mask({0, 1, 2, 3}), 0, 0);
+  const int t_proj = b.emit(std::move(proj), std::move(name), {B, s, h}, tmap(-1, {0, 1, 4}));
+  if (drop > 0) return lower_activation(b, t_proj, in, op_kind::dropout, drop);
+  return t_proj;
 }
 }  // namespace detail
 

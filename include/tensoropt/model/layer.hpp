@@ -7,7 +7,10 @@
 //   template <class In> struct out_ { using type; };    // output shape, if accepted
 //   template <class In> static constexpr void diagnose();  // static_asserts saying why not
 //   template <class In> static constexpr int lower(detail::graph_builder&, int x);
-// Primitive layers get `infer` from `primitive_layer`; composites write their own.
+//   static constexpr bool params_ok;   // its own sizes are valid (else a class
+//                                      // static_assert already said why)
+// Primitive layers get `infer` from `primitive_layer`; composites write their own
+// `template <class In, bool Loud> struct infer { using type; }`.
 //
 // Diagnostics follow Boost.Hana's rule: one static_assert at the interface, then
 // dispatch to something that does not cascade. `infer<In, /*Loud=*/true>` calls the

@@ -50,26 +50,26 @@ TENSOROPT_NOINLINE constexpr int lower_linear(graph_builder& b, int x, const sha
 
 TENSOROPT_NOINLINE constexpr int lower_tied_linear(graph_builder& b, int x, const shape_desc& s, index_t out_size,
                                 std::string_view out_name, std::string_view param) {
-    const int r = s.rank, nb = r - 1;
-    const int w = b.find_tensor(param);
-    detail::require(w >= 0 && b.g.tensors[w].parameter,
-                    "tied_linear: the tied parameter does not exist (lower the layer that owns it first)");
-    detail::require(b.g.tensors[w].rank == 2 && b.g.tensors[w].extents[0] == out_size &&
-                        b.g.tensors[w].extents[1] == s.extents[r - 1],
-                    "tied_linear: the tied parameter must have extents [Out, features]");
-    op_node op;
-    op.kind = op_kind::linear;
-    append_axes(op.dims, s);
-    op.dims.push_back(make_dim(out_name, out_size));
-    op.attr = {nb, 1, 1, 2};
-    op.inputs.push_back(tmap_iota(x, r));
-    op.params.push_back(tmap(w, {r, r - 1}));
-    op.fwd_flops_per_point = 2;
-    op.bwd_flops_per_point = 4;
-    save(op, low_mask(r), 0, 0);
-    tensor_map out = tmap_iota(-1, nb);
-    out.dim[nb] = std::int8_t(r);
-    return b.emit(std::move(op), b.op_name("linear"), extents_of(s, 0, nb).push(out_size), out);
+  const int r = s.rank, nb = r - 1;
+  const int w = b.find_tensor(param);
+  detail::require(w >= 0 && b.g.tensors[w].parameter,
+                  "tied_linear: the tied parameter does not exist (lower the layer that owns it first)");
+  detail::require(b.g.tensors[w].rank == 2 && b.g.tensors[w].extents[0] == out_size &&
+                      b.g.tensors[w].extents[1] == s.extents[r - 1],
+                  "tied_linear: the tied parameter must have extents [Out, features]");
+  op_node op;
+  op.kind = op_kind::linear;
+  append_axes(op.dims, s);
+  op.dims.push_back(make_dim(out_name, out_size));
+  op.attr = {nb, 1, 1, 2};
+  op.inputs.push_back(tmap_iota(x, r));
+  op.params.push_back(tmap(w, {r, r - 1}));
+  op.fwd_flops_per_point = 2;
+  op.bwd_flops_per_point = 4;
+  save(op, low_mask(r), 0, 0);
+  tensor_map out = tmap_iota(-1, nb);
+  out.dim[nb] = std::int8_t(r);
+  return b.emit(std::move(op), b.op_name("linear"), extents_of(s, 0, nb).push(out_size), out);
 }
 
 TENSOROPT_NOINLINE constexpr int lower_embedding(graph_builder& b, int x, const shape_desc& s, index_t vocab, index_t hidden,

@@ -16,58 +16,58 @@
 namespace tensoropt {
 
 namespace detail {
-TENSOROPT_NOINLINE constexpr int lower_moe(graph_builder& b, int x, const shape_desc& in, index_t E, index_t Ffn, index_t TopK,
+TENSOROPT_NOINLINE constexpr int lower_moe(graph_builder& b, int x, const shape_desc& in, index_t experts, index_t ffn, index_t top_k,
                         index_t c) {
-    const index_t G = in.extents[0], s = in.extents[1], h = in.extents[2];
-    // router
-    op_node gate;
-    gate.kind = op_kind::moe_gate;
-    gate.dims = {make_dim("g", G), make_dim("s", s), make_dim("e", E), make_dim("h", h)};
-    gate.attr = {TopK, 0, c, 0};
-    gate.inputs.push_back(tmap(x, {0, 1, 3}));
-    std::string name = b.op_name("gate");
-    gate.params.push_back(b.param(name, "weight", {h, E}, tmap(-1, {3, 2})));
-    gate.fwd_flops_per_point = 2;
-    gate.bwd_flops_per_point = 4;
-    save(gate, dim_mask({0, 1, 3}), 0, 0);
-    save(gate, dim_mask({0, 1, 2}), 0);
-    const int gates = b.emit(std::move(gate), std::move(name), {G, s, E}, tmap(-1, {0, 1, 2}));
-    // dispatch
-    op_node disp;
-    disp.kind = op_kind::moe_dispatch;
-    disp.dims = {make_dim("g", G), make_dim("s", s), make_dim("e", E), make_dim("c", c, false), make_dim("h", h)};
-    disp.attr = {TopK, 0, c, 0};
-    disp.inputs.push_back(tmap(x, {0, 1, 4}));
-    disp.inputs.push_back(tmap(gates, {0, 1, 2}));
-    disp.fwd_flops_per_point = 2;
-    disp.bwd_flops_per_point = 4;
-    save(disp, dim_mask({0, 1, 2}), 0, 1);
-    const int routed = b.emit(std::move(disp), b.op_name("dispatch"), {E, G, c, h}, tmap(-1, {2, 0, 3, 4}));
-    // experts
-    op_node ex;
-    ex.kind = op_kind::moe_experts;
-    ex.dims = {make_dim("e", E), make_dim("g", G), make_dim("c", c, false), make_dim("h", h), make_dim("f", Ffn)};
-    ex.inputs.push_back(tmap(routed, {0, 1, 2, 3}));
-    name = b.op_name("experts");
-    ex.params.push_back(b.param(name, "w1", {E, h, Ffn}, tmap(-1, {0, 3, 4})));
-    ex.params.push_back(b.param(name, "w2", {E, Ffn, h}, tmap(-1, {0, 4, 3})));
-    ex.fwd_flops_per_point = 4;
-    ex.bwd_flops_per_point = 8;
-    save(ex, dim_mask({0, 1, 2, 3}), 0, 0);
-    save(ex, dim_mask({0, 1, 2, 4}), 0, -1, 2);  // gelu input and output
-    const int expert_out = b.emit(std::move(ex), std::move(name), {E, G, c, h}, tmap(-1, {0, 1, 2, 3}));
-    // combine
-    op_node comb;
-    comb.kind = op_kind::moe_combine;
-    comb.dims = {make_dim("g", G), make_dim("s", s), make_dim("e", E), make_dim("c", c, false), make_dim("h", h)};
-    comb.attr = {TopK, 0, c, 0};
-    comb.inputs.push_back(tmap(expert_out, {2, 0, 3, 4}));
-    comb.inputs.push_back(tmap(gates, {0, 1, 2}));
-    comb.fwd_flops_per_point = 2;
-    comb.bwd_flops_per_point = 4;
-    save(comb, dim_mask({0, 2, 3, 4}), 0, 0);
-    save(comb, dim_mask({0, 1, 2}), 0, 1);
-    return b.emit(std::move(comb), b.op_name("combine"), {G, s, h}, tmap(-1, {0, 1, 4}));
+  const index_t G = in.extents[0], s = in.extents[1], h = in.extents[2];
+  // router
+  op_node gate;
+  gate.kind = op_kind::moe_gate;
+  gate.dims = {make_dim("g", G), make_dim("s", s), make_dim("e", experts), make_dim("h", h)};
+  gate.attr = {top_k, 0, c, 0};
+  gate.inputs.push_back(tmap(x, {0, 1, 3}));
+  std::string name = b.op_name("gate");
+  gate.params.push_back(b.param(name, "weight", {h, experts}, tmap(-1, {3, 2})));
+  gate.fwd_flops_per_point = 2;
+  gate.bwd_flops_per_point = 4;
+  save(gate, dim_mask({0, 1, 3}), 0, 0);
+  save(gate, dim_mask({0, 1, 2}), 0);
+  const int gates = b.emit(std::move(gate), std::move(name), {G, s, experts}, tmap(-1, {0, 1, 2}));
+  // dispatch
+  op_node disp;
+  disp.kind = op_kind::moe_dispatch;
+  disp.dims = {make_dim("g", G), make_dim("s", s), make_dim("e", experts), make_dim("c", c, false), make_dim("h", h)};
+  disp.attr = {top_k, 0, c, 0};
+  disp.inputs.push_back(tmap(x, {0, 1, 4}));
+  disp.inputs.push_back(tmap(gates, {0, 1, 2}));
+  disp.fwd_flops_per_point = 2;
+  disp.bwd_flops_per_point = 4;
+  save(disp, dim_mask({0, 1, 2}), 0, 1);
+  const int routed = b.emit(std::move(disp), b.op_name("dispatch"), {experts, G, c, h}, tmap(-1, {2, 0, 3, 4}));
+  // experts
+  op_node ex;
+  ex.kind = op_kind::moe_experts;
+  ex.dims = {make_dim("e", experts), make_dim("g", G), make_dim("c", c, false), make_dim("h", h), make_dim("f", ffn)};
+  ex.inputs.push_back(tmap(routed, {0, 1, 2, 3}));
+  name = b.op_name("experts");
+  ex.params.push_back(b.param(name, "w1", {experts, h, ffn}, tmap(-1, {0, 3, 4})));
+  ex.params.push_back(b.param(name, "w2", {experts, ffn, h}, tmap(-1, {0, 4, 3})));
+  ex.fwd_flops_per_point = 4;
+  ex.bwd_flops_per_point = 8;
+  save(ex, dim_mask({0, 1, 2, 3}), 0, 0);
+  save(ex, dim_mask({0, 1, 2, 4}), 0, -1, 2);  // gelu input and output
+  const int expert_out = b.emit(std::move(ex), std::move(name), {experts, G, c, h}, tmap(-1, {0, 1, 2, 3}));
+  // combine
+  op_node comb;
+  comb.kind = op_kind::moe_combine;
+  comb.dims = {make_dim("g", G), make_dim("s", s), make_dim("e", experts), make_dim("c", c, false), make_dim("h", h)};
+  comb.attr = {top_k, 0, c, 0};
+  comb.inputs.push_back(tmap(expert_out, {2, 0, 3, 4}));
+  comb.inputs.push_back(tmap(gates, {0, 1, 2}));
+  comb.fwd_flops_per_point = 2;
+  comb.bwd_flops_per_point = 4;
+  save(comb, dim_mask({0, 2, 3, 4}), 0, 0);
+  save(comb, dim_mask({0, 1, 2}), 0, 1);
+  return b.emit(std::move(comb), b.op_name("combine"), {G, s, h}, tmap(-1, {0, 1, 4}));
 }
 }  // namespace detail
 
