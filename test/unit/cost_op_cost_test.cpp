@@ -161,3 +161,39 @@ TEST_CASE("op cost is constexpr") {
   static_assert(m == 16.0 * 16 * 16 + 2.0 * 8 * 16);
   CHECK(m > 0);
 }
+
+TEST_CASE("own collectives: synchronized batch norm, vocab-parallel loss, the loss reduction") {
+  testing::graph_builder gb;
+  gb.g.batch = 8;
+  const index_t b = 8, c = 64, y = 16, x = 16, v = 32;
+  const int in = gb.op("input", op_kind::input, {{"b", b, true, true}, {"c", c}, {"y", y}, {"x", x}}, {}, {},
+                       {b, c, y, x}, {0, 1, 2, 3}, 0, 0, {});
+  const int gamma = gb.tensor("bn.gamma", {c}, true), beta = gb.tensor("bn.beta", {c}, true);
+  const int bn = gb.op("bn", op_kind::batch_norm, {{"b", b, true, true}, {"c", c}, {"y", y}, {"x", x}},
+                       {testing::graph_builder::map(gb.out(in), {0, 1, 2, 3})},
+                       {testing::graph_builder::map(gamma, {1}), testing::graph_builder::map(beta, {1})},
+                       {b, c, y, x}, {0, 1, 2, 3}, 8, 16, {{testing::bits({0, 1, 2, 3}), 1, 0, 0}});
+  const int logits = gb.tensor("logits", {b, v}, false, 0);
+  const int labels = gb.tensor("labels", {b}, false, 0, true);
+  const int loss = gb.op("loss", op_kind::softmax_xent, {{"b", b, true, true}, {"v", v}},
+                         {testing::graph_builder::map(logits, {0, 1}), testing::graph_builder::map(labels, {0})}, {},
+                         {}, {}, 4, 4, {});
+  const op_graph& g = gb.g;
+  const cluster cl(device_mesh(2, 4), gpus::a100_80gb);
+  op_config split_b;  // b over all 8 devices: statistics over b are all-reduced over 8
+  split_b.degree[0][0] = 2;
+  split_b.degree[1][0] = 4;
+  const double ch = 2.0 * 4 * c;  // two floats per channel
+  CHECK(cost_op(g, bn, split_b, cl).collectives.value == doctest::Approx(2 * all_reduce({{2, 4}}, bytes(ch), cl).value));
+  op_config split_c;  // channels split: statistics stay local
+  split_c.degree[1][1] = 4;
+  CHECK(cost_op(g, bn, split_c, cl).collectives.value == 0);
+  // the loss: v split by 4 all-reduces 2 floats per local sample over v's 4 devices; its
+  // output (read by no op) is partial over b and v and is all-reduced in place
+  op_config lv;
+  lv.degree[0][0] = 2;
+  lv.degree[1][1] = 4;
+  const double expect = all_reduce({{1, 4}}, bytes(2.0 * 4 * b / 2), cl).value + all_reduce({{2, 4}}, bytes(4), cl).value;
+  CHECK(cost_op(g, loss, lv, cl).collectives.value == doctest::Approx(expect));
+  CHECK(cost_op(g, loss, op_config{}, cl).collectives.value == 0);
+}

@@ -30,6 +30,11 @@
 // belongs to the same repeat instance (layer): then the input is rebuilt by
 // recomputing the producer. So edge memory depends on the recompute switches,
 // edge time only on the layouts.
+// Simplifications (stated, not hidden): no overlap of communication with compute;
+// memory is the sum of what is kept (no transient peaks: those go in the
+// reserve); a shared (tied) parameter is stored, synchronized and charged by its
+// first op only, even when a later op reads it under another layout; layouts with
+// equal degrees per level are equal (axes of a level are interchangeable).
 #pragma once
 #include <cstdint>
 #include <vector>
