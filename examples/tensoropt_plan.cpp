@@ -83,7 +83,7 @@ int solve_file(const to::plan_cli& c) {
       if (&r.points[i] == &q) rep.chosen = int(i);
     rep.budget = c.memory_budget_gib * to::gib;
   }
-  std::fputs(to::format_table(rep).c_str(), stdout);
+  std::fputs(to::format_table(rep, 40).c_str(), stdout);
   if (!c.frontier_json.empty()) write_file(c.frontier_json, to::write_frontier_json(entries), "frontier");
   if (!c.svg.empty()) write_file(c.svg, to::to_svg(rep), "plot");
   if (!c.html.empty()) write_file(c.html, to::to_html(rep), "report");
@@ -106,8 +106,10 @@ to::cluster make_cluster(const to::plan_cli& c, const to::models::model_info& m,
   return to::cluster::nodes(long(m.gpus) / per).gpus_per_node(per).gpu(gpu);
 }
 
-to::planner_options make_options(const to::plan_cli& c) {
+to::planner_options make_options(const to::plan_cli& c, const to::cluster& cl) {
   to::planner_options o;
+  // Plans that do not fit the device are of no use: the search drops them early.
+  o.solve.memory_limit = to::cost_t(cl.gpu_spec.capacity.value);
   o.build.prec = to::parse_precision(c.precision);
   if (c.micro_batches > 0) o.micro_batches = {to::index_t(c.micro_batches)};
   o.solve.epsilon = c.epsilon;
@@ -125,7 +127,7 @@ int explore_devices(const to::plan_cli& c, const to::models::model_info& m, cons
   long fewest = -1;
   for (long n : c.device_counts) {
     const auto cl = make_cluster(c, m, n);
-    auto o = make_options(c);
+    auto o = make_options(c, cl);
     o.baselines = false;
     o.progress = nullptr;
     const auto pf = to::plan_frontier(g, cl, o);
@@ -158,12 +160,16 @@ int run(int argc, char** argv) {
   if (!c.device_counts.empty()) return explore_devices(c, m, g);
 
   const auto cl = make_cluster(c, m);
-  const auto o = make_options(c);
+  const auto o = make_options(c, cl);
   std::printf("cluster %s (%s per device), precision %s\n", cl.describe().c_str(),
               to::format_bytes(cl.gpu_spec.capacity).c_str(), std::string(o.build.prec.name).c_str());
   const auto pf = to::plan_frontier(g, cl, o);
-  std::printf("frontier: %zu Pareto-optimal plans over %zu micro-batch counts in %.2f s%s\n\n", pf.points.size(),
-              pf.parts.size(), pf.search_seconds, pf.exact ? " (exact)" : " (approximate)");
+  std::printf("frontier: %zu Pareto-optimal plans that fit %s, over %zu micro-batch counts, in %.2f s%s\n\n",
+              pf.points.size(), to::format_bytes(cl.gpu_spec.capacity).c_str(), pf.parts.size(), pf.search_seconds,
+              pf.exact ? " (exact)" : " (approximate)");
+  if (pf.points.empty())
+    throw to::infeasible("no plan of " + c.model + " fits " + to::format_bytes(cl.gpu_spec.capacity) +
+                         " per device on " + cl.describe() + "; add devices or micro-batches (--batch smaller)");
 
   const double budget = c.memory_budget_gib > 0 ? c.memory_budget_gib * to::gib : 0;
   int chosen = -1;
@@ -177,7 +183,7 @@ int run(int argc, char** argv) {
     }
   }
   const auto rep = to::make_report(pf, std::string(m.name), chosen, budget);
-  std::fputs(to::format_table(rep).c_str(), stdout);
+  std::fputs(to::format_table(rep, 40).c_str(), stdout);
   if (chosen >= 0) {
     const auto& p = rep.points[std::size_t(chosen)];
     std::printf("\nchosen plan #%d (fastest within %s): %s per device, %s per iteration, %d micro-batches\n  %s\n",

@@ -1,6 +1,7 @@
 // Reports: the table fits 80 columns, the SVG shows every point, baseline and the choice.
 #include <tensoropt/plan/report.hpp>
 #include <doctest/doctest.h>
+#include <algorithm>
 #include <sstream>
 
 using namespace tensoropt;
@@ -44,7 +45,7 @@ TEST_CASE("the table has one row per point, fits 80 columns and marks the choice
   while (std::getline(in, line)) {
     CHECK(line.size() <= 80);
     if (line.size() > 3 && line[0] == '*') ++marked;
-    if (line.size() > 3 && (line[0] == '*' || line[0] == ' ') && std::isdigit(static_cast<unsigned char>(line[2])))
+    if (line.size() > 5 && (line[0] == '*' || line[0] == ' ') && std::isdigit(static_cast<unsigned char>(line[4])))
       ++rows;
   }
   CHECK(rows == 12);
@@ -82,4 +83,20 @@ TEST_CASE("the HTML report embeds the plot and the per-op table of the choice") 
   CHECK(h.find("layers.0.attn.qkv") != std::string::npos);
   CHECK(h.find("all-reduce grads 24 MiB") != std::string::npos);
   CHECK(count(h, "class=\"chosen\"") == 1);
+}
+
+TEST_CASE("a long frontier is shown as a spread of rows that keeps both ends and the choice") {
+  auto r = sample(500, 0.05);
+  r.chosen = 123;
+  const auto rows = table_rows(r, 30);
+  CHECK(rows.size() >= 25);
+  CHECK(rows.size() <= 31);
+  CHECK(rows.front() == 0);
+  CHECK(rows.back() == 499);
+  CHECK(std::is_sorted(rows.begin(), rows.end()));
+  CHECK(std::adjacent_find(rows.begin(), rows.end()) == rows.end());
+  CHECK(std::find(rows.begin(), rows.end(), std::size_t(123)) != rows.end());
+  const auto t = format_table(r, 30);
+  CHECK(t.find("(500 points; ") != std::string::npos);
+  CHECK(table_rows(sample(10, 1.0), 30).size() == 10);
 }

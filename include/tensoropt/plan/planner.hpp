@@ -121,7 +121,9 @@ inline std::vector<baseline_result> plan_baselines(const op_graph& g, const clus
     const frontier_entry* best = nullptr;
     for (auto& p : frontier)
       if (double(p.memory) <= b.memory) best = &p;
-    if (best) {
+    if (b.memory > cl.gpu_spec.capacity.value) {
+      b.summary = "does not fit " + format_bytes(cl.gpu_spec.capacity);
+    } else if (best) {
       const double speedup = b.time / (double(best->time) / ps_per_second);
       char buf[96];
       std::snprintf(buf, sizeof buf, "frontier: %.2fx faster at this memory", speedup);
@@ -129,7 +131,6 @@ inline std::vector<baseline_result> plan_baselines(const op_graph& g, const clus
     } else if (!frontier.empty()) {
       b.summary = "uses less memory than any frontier point?";
     }
-    if (b.memory > cl.gpu_spec.capacity.value) b.summary += (b.summary.empty() ? "" : "; ") + std::string("does not fit");
     out.push_back(b);
   };
   add("data parallel", strategy{});
@@ -169,7 +170,7 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
     auto tb = std::chrono::steady_clock::now();
     build_options bo = opt.build;
     bo.micro_batches = k;
-    auto built = std::make_shared<built_problem>(build_problem(with_batch(g, g.batch / k), cl, bo));
+    auto built = std::make_shared<built_problem>(build_problem(g, cl, bo));
     part.build_seconds = detail::seconds_since(tb);
     for (auto& n : built->prob.nodes) part.configs += n.configs.size();
     part.edges = built->prob.edges.size();

@@ -110,19 +110,52 @@ struct axis_scale {
 };
 }  // namespace detail
 
-/// The table printed by the planner: one row per frontier point, 80 columns.
-inline std::string format_table(const frontier_report& r) {
+/// Which rows a table of at most `max_rows` shows: both ends, the chosen point, and
+/// points spread evenly over log-memory in between (all of them when they fit).
+inline std::vector<std::size_t> table_rows(const frontier_report& r, std::size_t max_rows) {
+  std::vector<std::size_t> rows;
+  const std::size_t n = r.points.size();
+  if (n <= max_rows || max_rows < 3) {
+    for (std::size_t i = 0; i < n; ++i) rows.push_back(i);
+    return rows;
+  }
+  const double lo = std::log(std::max(1.0, r.points.front().memory));
+  const double hi = std::log(std::max(1.0, r.points.back().memory));
+  std::size_t next = 0;
+  for (std::size_t k = 0; k < max_rows; ++k) {
+    const double target = lo + (hi - lo) * double(k) / double(max_rows - 1);
+    std::size_t i = next;
+    while (i + 1 < n && std::log(std::max(1.0, r.points[i].memory)) < target) ++i;
+    if (k + 1 == max_rows) i = n - 1;
+    if (rows.empty() || rows.back() != i) rows.push_back(i);
+    next = i + 1 < n ? i + 1 : i;
+  }
+  if (r.chosen >= 0 && std::size_t(r.chosen) < n &&
+      std::find(rows.begin(), rows.end(), std::size_t(r.chosen)) == rows.end()) {
+    rows.push_back(std::size_t(r.chosen));
+    std::sort(rows.begin(), rows.end());
+  }
+  return rows;
+}
+
+/// The table printed by the planner: one row per frontier point (at most `max_rows`,
+/// spread over the frontier, see table_rows), 80 columns.
+inline std::string format_table(const frontier_report& r, std::size_t max_rows = 1000000) {
   std::string o;
-  o += "  #   mem/device   iter time   samples/s   k  strategy\n";
-  o += "---  -----------  ----------  ----------  --  -------------------------------\n";
-  for (std::size_t i = 0; i < r.points.size(); ++i) {
+  const auto rows = table_rows(r, max_rows);
+  if (rows.size() < r.points.size())
+    o += "(" + std::to_string(r.points.size()) + " points; " + std::to_string(rows.size()) +
+         " shown, spread over memory; the JSON and HTML outputs hold all)\n";
+  o += "    #  mem/device   iter time   samples/s    k  strategy\n";
+  o += "-----  ----------  ----------  ----------  ---  ------------------------------\n";
+  for (std::size_t i : rows) {
     const auto& p = r.points[i];
     char line[256];
     const char mark = int(i) == r.chosen ? '*' : ' ';
-    std::snprintf(line, sizeof line, "%c%2zu  %11s  %10s  %10.1f  %2d  %s\n", mark, i,
+    std::snprintf(line, sizeof line, "%c%4zu %11s  %10s  %10.1f %4d  %s\n", mark, i,
                   format_bytes(p.memory).c_str(), format_seconds(p.time).c_str(),
                   p.time > 0 ? r.samples / p.time : 0.0, p.micro_batches,
-                  detail::truncate(p.summary, 31).c_str());
+                  detail::truncate(p.summary, 30).c_str());
     o += line;
   }
   if (!r.baselines.empty()) {
