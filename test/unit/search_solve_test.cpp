@@ -338,3 +338,20 @@ TEST_CASE("solve rejects malformed in-memory problems and reports progress") {
   CHECK(r.points.size() == 2);
   CHECK_THROWS_AS(to::solve(p, {.epsilon = -1}), to::invalid_argument);
 }
+
+TEST_CASE("memory_limit drops partial strategies early and keeps the exact frontier below it") {
+  std::mt19937_64 rng(8080);
+  for (int it = 0; it < 60; ++it) {
+    const auto p = random_problem(rng, it % 5, 2 + int(rng() % 5), 6, it % 2 == 0);
+    if (strategies(p) > 100000) continue;
+    const auto all = brute_force(p);
+    const auto limit = all[rng() % all.size()].memory + std::int64_t(rng() % 2);
+    CAPTURE(it);
+    const auto r = to::solve(p, {.memory_limit = limit});
+    std::vector<cost_pair> below;
+    for (auto& e : all)
+      if (e.memory <= limit) below.push_back(e);
+    CHECK(costs(r) == below);
+    check_recost(p, r);
+  }
+}

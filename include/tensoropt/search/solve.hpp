@@ -31,13 +31,17 @@
 // frontier may be missing or dominated. The result says so (`exact == false`,
 // `width_fallback == true`, `note`).
 //
-// epsilon bound. With epsilon > 0, each eliminated factor's cells are pruned with
-// delta = (2 epsilon / (2 + epsilon)) / n for n nodes: a point is dropped only when the
-// kept point before it has less or equal memory and time <= (1 + delta) times its time.
-// Each elimination prunes once, the final combination is exact, and a point passes
-// through at most n eliminations, so every exact frontier point p has a returned point q
-// with q.memory <= p.memory and q.time <= (1 + delta)^n p.time <= e^(2 eps / (2 + eps))
-// p.time <= (1 + epsilon) p.time (as ln(1 + x) >= 2x / (2 + x)). Memory is never worse.
+// epsilon bound. The elimination order is planned on the graph alone before any
+// frontier is computed. Under epsilon > 0 the factors over at most one node (what the
+// folded part of the graph carries to the rest: these are the large frontiers) have their
+// cells pruned with delta = (2 epsilon / (2 + epsilon)) / D, where D (`prune_depth`) is
+// the most such factors on one path of the elimination tree (about one per layer for a
+// transformer). A point is dropped only when the kept point before it has less or equal
+// memory and time <= (1 + delta) times its time. Sums and unions keep such a cover, and
+// the covers of nested prunes multiply, so every exact frontier point p has a returned
+// point q with q.memory <= p.memory and q.time <= (1 + delta)^D p.time
+// <= e^(2 eps / (2 + eps)) p.time <= (1 + epsilon) p.time (as ln(1 + x) >= 2x / (2 + x)).
+// Memory is never worse; every returned point is the exact cost of its strategy.
 //
 // The engine is constexpr and runs in a constant expression for small problems.
 #pragma once
@@ -88,6 +92,7 @@ struct frontier_result {
   std::size_t max_width = 0;   ///< most nodes in one factor made by the search
   std::size_t max_cells = 0;   ///< most cells in one factor made by the search
   std::size_t trace_entries = 0;
+  std::size_t prune_depth = 0; ///< most epsilon-pruned factors on one path (see the header)
   std::string note;            ///< what the fallback did, if it ran
 };
 
@@ -114,20 +119,15 @@ class eliminator {
     const std::size_t n = p_.nodes.size();
     frontier_result r;
     r.epsilon = o_.epsilon;
-    delta_ = o_.epsilon > 0 ? (2 * o_.epsilon / (2 + o_.epsilon)) / double(n) : 0.0;
     limit_ = o_.memory_limit - std::min(o_.memory_limit, p_.memory_offset);
     build();
-    std::vector<bool> done(n, false);
-    std::vector<double> score(n, 0);
-    for (std::size_t v = 0; v < n; ++v) score[v] = cost_estimate(int(v));
+    const std::size_t depth = plan();
+    r.prune_depth = depth;
+    delta_ = o_.epsilon > 0 && depth > 0 ? (2 * o_.epsilon / (2 + o_.epsilon)) / double(depth) : 0.0;
     std::vector<frontier> constants;
     for (std::size_t step = 0; step < n; ++step) {
-      std::size_t v = n;
-      for (std::size_t u = 0; u < n; ++u)
-        if (!done[u] && (v == n || score[u] < score[v])) v = u;
-      done[v] = true;
-      std::vector<int> touched;
-      factor g = eliminate(int(v), r, touched);
+      const int v = order_[step];
+      factor g = eliminate(v, r, prune_[step] ? delta_ : 0.0);
       r.max_width = std::max(r.max_width, g.scope.size());
       r.max_cells = std::max(r.max_cells, g.cells());
       progress(search_progress{step + 1, n, g.cells(), g.pts.size()});
@@ -136,8 +136,6 @@ class eliminator {
       } else {
         add_factor(std::move(g));
       }
-      for (int u : touched)
-        if (!done[std::size_t(u)]) score[std::size_t(u)] = cost_estimate(u);
     }
     frontier total{{{0, p_.memory_offset, -1}}};
     for (auto& c : constants) total = minkowski_sum(total, c, trace_);
@@ -158,6 +156,8 @@ class eliminator {
   const solve_options& o_;
   double delta_ = 0;
   cost_t limit_ = std::numeric_limits<cost_t>::max();  // memory_limit less the offset
+  std::vector<int> order_;                        // the planned elimination order
+  std::vector<bool> prune_;                       // per step: prune under epsilon
   trace trace_;
   std::vector<factor> factors_;
   std::vector<std::vector<std::size_t>> of_var_;  // factor ids per variable (may be dead)
@@ -269,16 +269,85 @@ class eliminator {
     return s;
   }
 
-  // Reductions (new factor over at most two nodes) come first, cheapest work first;
-  // then the node whose factor has the fewest nodes (the dynamic program's width).
-  constexpr double cost_estimate(int v) const {
-    const auto ids = live_factors(v);
-    const auto s = new_scope(v, ids);
-    double work = double(dom_[std::size_t(v)]);
-    for (int u : s) work *= double(dom_[std::size_t(u)]);
-    for (std::size_t id : ids) work *= std::max(1.0, factors_[id].avg_points());
-    const double rank = s.size() <= 2 ? 0.0 : double(s.size());
-    return rank * 1e200 + std::min(work, 1e199);
+  // The elimination order, planned on scopes alone before any frontier is computed, so
+  // that the epsilon budget can be split over a known number of pruning steps.
+  // Reductions (a new factor over at most two nodes) come first, the cheapest first, where
+  // a factor's frontier size is estimated by the number of nodes folded into it; then the
+  // node whose factor has the fewest nodes (the dynamic program's width). The factors over
+  // at most one node (what is carried from the folded part of the graph to the rest) are
+  // the ones pruned under epsilon. Returns the most pruned factors on any path of the
+  // elimination tree.
+  constexpr std::size_t plan() {
+    const std::size_t n = p_.nodes.size();
+    struct sym {
+      std::vector<int> scope;
+      double weight;
+      std::size_t depth;
+      bool alive;
+    };
+    std::vector<sym> fs;
+    std::vector<std::vector<std::size_t>> of(n);
+    for (const auto& f : factors_) {
+      for (int u : f.scope) of[std::size_t(u)].push_back(fs.size());
+      fs.push_back({f.scope, f.scope.size() == 1 ? 1.0 : 0.0, 0, true});
+    }
+    auto estimate = [&](std::size_t v, std::vector<int>& scope, std::vector<std::size_t>& ids) {
+      ids.clear();
+      scope.clear();
+      for (std::size_t id : of[v])
+        if (fs[id].alive) {
+          ids.push_back(id);
+          for (int u : fs[id].scope)
+            if (std::size_t(u) != v) scope.push_back(u);
+        }
+      std::sort(scope.begin(), scope.end());
+      scope.erase(std::unique(scope.begin(), scope.end()), scope.end());
+      // the merge touches, per cell and config of v, each point of the second largest
+      // frontier (its rows), and per cell about the points of the result
+      double cells = 1, largest = 0, second = 0, total = 0;
+      for (int u : scope) cells *= double(dom_[std::size_t(u)]);
+      for (std::size_t id : ids) {
+        const double w = fs[id].weight;
+        total += w;
+        if (w > largest) { second = largest; largest = w; }
+        else if (w > second) second = w;
+      }
+      const double work = cells * (double(dom_[v]) * (1 + second) + total);
+      const double rank = scope.size() <= 2 ? 0.0 : double(scope.size());
+      return rank * 1e200 + std::min(work, 1e199);
+    };
+    std::vector<double> score(n, 0);
+    std::vector<bool> done(n, false);
+    std::vector<int> scope;
+    std::vector<std::size_t> ids;
+    for (std::size_t v = 0; v < n; ++v) score[v] = estimate(v, scope, ids);
+    order_.clear();
+    prune_.clear();
+    std::size_t most = 0;
+    for (std::size_t step = 0; step < n; ++step) {
+      std::size_t v = n;
+      for (std::size_t u = 0; u < n; ++u)
+        if (!done[u] && (v == n || score[u] < score[v])) v = u;
+      done[v] = true;
+      estimate(v, scope, ids);
+      const bool pruned = scope.size() <= 1;
+      sym g{scope, 0.0, 0, true};
+      for (std::size_t id : ids) {
+        fs[id].alive = false;
+        g.weight += fs[id].weight;
+        g.depth = std::max(g.depth, fs[id].depth);
+      }
+      g.depth += pruned ? 1 : 0;
+      most = std::max(most, g.depth);
+      order_.push_back(int(v));
+      prune_.push_back(pruned);
+      const std::vector<int> touched = scope;
+      for (int u : touched) of[std::size_t(u)].push_back(fs.size());
+      fs.push_back(std::move(g));
+      for (int u : touched)
+        if (!done[std::size_t(u)]) score[std::size_t(u)] = estimate(std::size_t(u), scope, ids);
+    }
+    return most;
   }
 
   // Keeps only the local configs `keep` of variable u, in every live factor.
@@ -343,7 +412,7 @@ class eliminator {
     restrict_domain(u, keep);
   }
 
-  constexpr factor eliminate(int v, frontier_result& r, std::vector<int>& touched) {
+  constexpr factor eliminate(int v, frontier_result& r, double delta) {
     auto ids = live_factors(v);
     std::vector<int> s = new_scope(v, ids);
     auto cells_of = [&] {
@@ -365,7 +434,6 @@ class eliminator {
       r.width_fallback = true;
       halve_domain(widest);
     }
-    touched = s;
     // untagged factors first, so that tags are joined as late as possible
     {
       std::vector<std::size_t> sorted;
@@ -410,7 +478,7 @@ class eliminator {
         }
         merge.add(cv, trace_);
       }
-      merge.run(delta_, limit_);
+      merge.run(delta, limit_);
       for (std::size_t q = 0; q < merge.out.size(); ++q) {
         const auto& x = merge.out[q];
         std::int32_t tag = -1;
