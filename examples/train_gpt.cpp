@@ -109,6 +109,7 @@ int main(int argc, char** argv) {
     to::planner_options po;
     po.baselines = false;
     po.micro_batches = {1, 2};
+    po.build.prec = to::precisions::fp32;  // the CPU runtime trains in fp32 with Adam
     const auto pf = to::plan_frontier(g, cl, po);
     if (pf.points.empty()) return fail("the planner found no plan");
     const double lo = double(pf.points.front().memory), hi = double(pf.points.back().memory);

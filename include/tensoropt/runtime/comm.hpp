@@ -202,6 +202,7 @@ class local_world {
     if (n < 1 || n > 1024)
       throw invalid_argument("local_world: " + std::to_string(n) + " devices requested; use 1 to 1024");
     boxes_.resize(std::size_t(n) * n);
+    cvs_ = std::make_unique<std::condition_variable[]>(std::size_t(n));
     for (int r = 0; r < n; ++r) comms_.push_back(std::make_unique<local_comm>(*this, r));
   }
   int size() const { return n_; }
@@ -227,7 +228,7 @@ class local_world {
           errors[std::size_t(r)] = std::current_exception();
           std::lock_guard lk(mu_);
           if (failed_rank_ < 0) failed_rank_ = r;
-          cv_.notify_all();
+          for (int q = 0; q < n_; ++q) cvs_[std::size_t(q)].notify_all();
         }
       });
     for (auto& t : threads) t.join();
@@ -253,7 +254,7 @@ class local_world {
   std::vector<std::unique_ptr<local_comm>> comms_;
   std::vector<std::deque<message>> boxes_;
   std::mutex mu_;
-  std::condition_variable cv_;
+  std::unique_ptr<std::condition_variable[]> cvs_;  // one per receiving device
   int failed_rank_ = -1;
 };
 
@@ -265,7 +266,7 @@ inline void local_comm::send(int peer, std::span<const float> data, int tag) {
                            " devices)");
   std::lock_guard lk(world_->mu_);
   world_->box(rank_, peer).push_back({tag, std::vector<float>(data.begin(), data.end())});
-  world_->cv_.notify_all();
+  world_->cvs_[std::size_t(peer)].notify_all();
 }
 
 inline void local_comm::recv(int peer, std::span<float> data, int tag, const std::string& what) {
@@ -280,7 +281,7 @@ inline void local_comm::recv(int peer, std::span<float> data, int tag, const std
     if (world_->failed_rank_ >= 0 && world_->failed_rank_ != rank_)
       throw runtime_error(what + " on rank " + std::to_string(rank_) + ": aborted because rank " +
                           std::to_string(world_->failed_rank_) + " failed");
-    if (world_->cv_.wait_until(lk, deadline) == std::cv_status::timeout && find() == q.end())
+    if (world_->cvs_[std::size_t(rank_)].wait_until(lk, deadline) == std::cv_status::timeout && find() == q.end())
       throw runtime_error(what + " on rank " + std::to_string(rank_) + ": timed out after " +
                           std::to_string(world_->timeout_.count()) + " ms waiting for rank " + std::to_string(peer));
   }

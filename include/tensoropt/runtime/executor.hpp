@@ -38,11 +38,14 @@ using batch = std::vector<std::vector<float>>;
 
 class executor {
  public:
+  executor(const executor&) = delete;  // buffers point at this device's memory_stats
+  executor& operator=(const executor&) = delete;
   /// Throws invalid_argument when the plan does not belong to the graph or the
   /// communicator's size is not the plan's device count.
   executor(const op_graph& g, training_plan plan, communicator& comm, optimizer_options opt = {},
            std::uint64_t seed = 1234)
       : full_(g), plan_(std::move(plan)), comm_(comm), opt_(opt), seed_(seed) {
+    single_threaded_blas();
     check_plan();
     graph_ = with_batch(full_, full_.batch / plan_.micro_batches);
     build();
