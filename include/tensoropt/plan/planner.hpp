@@ -97,26 +97,46 @@ inline std::string count_str(double v) {
 }
 }  // namespace detail
 
-/// The baselines of DESIGN.md section 6 on `g` (full batch) and `cl`, each with one
-/// micro-batch. `frontier` (may be empty) places each against the frontier.
+/// The baselines of DESIGN.md section 6 on `g` (full batch) and `cl`. Each takes the
+/// micro-batch count among `ks` that makes it fastest within the device memory (the
+/// least memory when none fits). `frontier` (may be empty) places each against it.
 inline std::vector<baseline_result> plan_baselines(const op_graph& g, const cluster& cl, const build_options& bo,
-                                                   const std::vector<frontier_entry>& frontier) {
+                                                   const std::vector<frontier_entry>& frontier,
+                                                   const std::vector<index_t>& ks) {
   std::vector<baseline_result> out;
+  const double cap = cl.gpu_spec.capacity.value;
   auto add = [&](std::string name, const strategy& s) {
     baseline_result b;
     b.name = std::move(name);
-    const auto r = resolve(s, g, cl.mesh);
-    if (r.error != strategy_error::none) {
+    bool have = false;
+    index_t best_k = 1;
+    std::string why;
+    for (index_t k : ks) {
+      const op_graph mg = with_batch(g, g.batch / k);
+      const auto r = resolve(s, mg, cl.mesh);
+      if (r.error != strategy_error::none) {
+        if (why.empty()) why = r.message;
+        continue;
+      }
+      build_options o = bo;
+      o.micro_batches = k;
+      const auto c = evaluate(mg, r.configs, cl, o);
+      const double t = double(c.time) / ps_per_second, m = double(c.memory);
+      const bool fits = m <= cap, had_fit = have && b.memory <= cap;
+      if (!have || (fits && (!had_fit || t < b.time)) || (!fits && !had_fit && m < b.memory)) {
+        b.time = t;
+        b.memory = m;
+        best_k = k;
+        have = true;
+      }
+    }
+    if (!have) {
       b.valid = false;
-      b.summary = r.message;
+      b.summary = why;
       out.push_back(b);
       return;
     }
-    build_options o = bo;
-    o.micro_batches = 1;
-    const auto c = evaluate(g, r.configs, cl, o);
-    b.time = double(c.time) / ps_per_second;
-    b.memory = double(c.memory);
+    if (best_k > 1) b.name += ", k " + std::to_string(best_k);
     // Where the frontier stands at this memory.
     const frontier_entry* best = nullptr;
     for (auto& p : frontier)
@@ -202,7 +222,7 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
       if (pf.parts[p].micro_batches == e.micro_batches) pf.part_of.push_back(int(p));
   pf.search_seconds = detail::seconds_since(t0);
   if (opt.baselines) {
-    pf.baselines = plan_baselines(g, cl, opt.build, pf.points);
+    pf.baselines = plan_baselines(g, cl, opt.build, pf.points, ks);
     if (!pf.points.empty()) {
       const auto& f = pf.points.back();
       pf.baselines.push_back({"min time (single objective)", double(f.time) / ps_per_second, double(f.memory),

@@ -30,7 +30,8 @@ constexpr strategy_split split_of(const op_node& op, const op_config& c) {
   return s;
 }
 
-/// "dp 4 x tp 2, recompute 12/24 layers, zero 24/24 layers" for `configs` (one per op).
+/// "dp 4 x tp 2, recompute 12/24 layers, zero 24/24 layers, 3 ops split otherwise"
+/// for `configs` (one per op).
 inline std::string summarize(const op_graph& g, const std::vector<op_config>& configs) {
   if (configs.size() != g.ops.size()) return "?";
   std::map<strategy_split, double> weight;
@@ -53,7 +54,6 @@ inline std::string summarize(const op_graph& g, const std::vector<op_config>& co
   std::size_t others = 0;
   for (std::size_t i = 0; i < g.ops.size(); ++i)
     if (g.ops[i].kind != op_kind::input && split_of(g.ops[i], configs[i]) != main) ++others;
-  if (others) out += " (+" + std::to_string(others) + " ops split otherwise)";
 
   // Recompute / optimizer sharding, counted per repeated block when there are repeats.
   std::set<std::pair<int, int>> blocks, rc_blocks, zo_blocks;
@@ -78,6 +78,7 @@ inline std::string summarize(const op_graph& g, const std::vector<op_config>& co
   const std::size_t zo = per_block ? zo_blocks.size() : zo_ops;
   if (rc) out += ", recompute " + std::to_string(rc) + "/" + std::to_string(n) + unit;
   if (zo) out += ", zero " + std::to_string(zo) + "/" + std::to_string(n) + unit;
+  if (others) out += ", " + std::to_string(others) + (others == 1 ? " op" : " ops") + " split otherwise";
   return out;
 }
 
