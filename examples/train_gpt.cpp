@@ -2,7 +2,9 @@
 // within a memory budget and trains it on the text in examples/data (4 local devices
 // by default; `--comm mpi` under `mpirun -np 4` gives the same losses).
 //
-//   train_gpt [--comm local|mpi] [--steps N] [--budget-mib M] [--data FILE]
+//   train_gpt [--comm local|mpi] [--steps N] [--budget-mib M] [--data FILE] [--devices N]
+//   train_gpt --compare      predicted vs measured step time and peak memory of the
+//                            least-memory, a middle and the fastest frontier point
 #include <tensoropt/models/gpt.hpp>
 #include <tensoropt/plan/planner.hpp>
 #include <tensoropt/runtime.hpp>
@@ -25,7 +27,7 @@ using model = to::models::gpt<{.layers = 2, .hidden = 64, .heads = 4, .seq = 32,
                                .dropout = 0.0}>;
 
 namespace {
-constexpr int devices = 4;
+int devices = 4;
 
 /// Character -> token id: a-z, space, punctuation, digits; everything else is 63.
 int token_of(char ch) {
@@ -58,6 +60,7 @@ int main(int argc, char** argv) {
   std::string comm_kind = "local", data = TENSOROPT_EXAMPLE_DATA "/tiny_corpus.txt";
   int steps = 60;
   double budget_mib = 0;
+  bool compare = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -69,7 +72,9 @@ int main(int argc, char** argv) {
       else if (a == "--steps") steps = std::stoi(value());
       else if (a == "--budget-mib") budget_mib = std::stod(value());
       else if (a == "--data") data = value();
-      else return fail("unknown option '" + a + "'; use --comm local|mpi, --steps N, --budget-mib M, --data FILE");
+      else if (a == "--devices") devices = std::stoi(value());
+      else if (a == "--compare") compare = true;
+      else return fail("unknown option '" + a + "'; use --comm local|mpi, --steps N, --budget-mib M, --data FILE, --devices N, --compare");
     } catch (const std::exception& e) {
       return fail(e.what());
     }
@@ -112,6 +117,27 @@ int main(int argc, char** argv) {
     po.build.prec = to::precisions::fp32;  // the CPU runtime trains in fp32 with Adam
     const auto pf = to::plan_frontier(g, cl, po);
     if (pf.points.empty()) return fail("the planner found no plan");
+    if (compare) {  // predicted vs measured for three frontier points, local devices
+      std::printf("%-8s %5s %12s %12s %14s %14s\n", "point", "k", "pred ms", "meas ms", "pred MiB/dev", "meas MiB/dev");
+      for (std::size_t i : {std::size_t(0), pf.points.size() / 2, pf.points.size() - 1}) {
+        const auto& p = pf.points[i];
+        rt::local_world w(devices);
+        rt::trainer t(g, {pf.op_configs(i), p.micro_batches, cl.mesh}, w);
+        std::mt19937 r(7);
+        double total = 0;
+        for (int s = 0; s <= steps; ++s) {
+          const auto b = make_batch(text, r);
+          const auto t0 = std::chrono::steady_clock::now();
+          t.step(b);
+          if (s > 0) total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        }
+        std::int64_t peak = 0;
+        for (auto& m : t.memory()) peak = std::max(peak, m.peak);
+        std::printf("#%-7zu %5d %12.3f %12.3f %14.3f %14.3f\n", i, p.micro_batches, double(p.time) / 1e9,
+                    1e3 * total / steps, double(p.memory) / 1048576, double(peak) / 1048576);
+      }
+      return 0;
+    }
     const double lo = double(pf.points.front().memory), hi = double(pf.points.back().memory);
     const double budget = budget_mib > 0 ? budget_mib * 1024 * 1024 : std::sqrt(lo * hi);
     const int chosen = to::fastest_within_index(pf, budget);
