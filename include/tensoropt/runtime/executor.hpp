@@ -57,8 +57,6 @@ class executor {
   float step(const batch& b) {
     check_batch(b);
     be_.memory().reset_peak();
-    for (auto& a : pacc_)
-      for (auto& p : a) p.fill(0.f);
     double loss = 0;
     for (int m = 0; m < plan_.micro_batches; ++m) loss += micro_step(b, m);
     sync_and_update();
@@ -162,7 +160,7 @@ class executor {
         const auto& m = op.params[s];
         P.par.push_back(place(op, m, tensor(m), c, plan_.mesh, false));
         P.dpar.push_back(place(op, m, tensor(m), c, plan_.mesh, true));
-        pacc_[std::size_t(j)].push_back(be_.allocate(std::size_t(P.dpar.back().box[me()].size(tensor(m).rank))));
+        pacc_[std::size_t(j)].emplace_back();  // allocated by the first backward that reaches it
         auto& ps = params_[std::size_t(m.tensor)];
         if (ps.users.empty()) init_param(j, int(s));
         ps.users.push_back({j, int(s)});
@@ -371,7 +369,9 @@ class executor {
       }
       for (std::size_t s = 0; s < op.params.size(); ++s) {
         auto& acc = pacc_[std::size_t(j)][s];
-        for (std::size_t i = 0; i < acc.size(); ++i) acc[i] += dpar[s][i];
+        if (acc.size() == 0) acc = std::move(dpar[s]);
+        else
+          for (std::size_t i = 0; i < acc.size(); ++i) acc[i] += dpar[s][i];
       }
     }
   }
@@ -383,8 +383,10 @@ class executor {
       const int rank = graph_.tensors[t].rank;
       buffer g = be_.allocate(std::size_t(P.opt_place.box[me()].size(rank)));
       for (auto [j, s] : P.users) {
-        buffer part = redistribute(comm_, plans_[std::size_t(j)].dpar[std::size_t(s)], pacc_[std::size_t(j)][std::size_t(s)],
-                                   P.opt_place, be_);
+        auto& acc = pacc_[std::size_t(j)][std::size_t(s)];
+        if (acc.size() == 0) acc = be_.allocate(std::size_t(plans_[std::size_t(j)].dpar[std::size_t(s)].box[me()].size(rank)));
+        buffer part = redistribute(comm_, plans_[std::size_t(j)].dpar[std::size_t(s)], acc, P.opt_place, be_);
+        acc = {};  // gradients live from the first backward that produces them to the sync
         for (std::size_t i = 0; i < g.size(); ++i) g[i] += part[i];
       }
       if (P.opt_place == P.place) {
