@@ -88,7 +88,7 @@ struct cell_merger {
   std::vector<span> spans;     // filled by the caller for each cv, one per factor
   std::vector<cv_plan> plans;
   std::vector<merge_row> rows;
-  std::vector<merge_item> heap, out;
+  std::vector<merge_item> heap, out, pending;
   std::vector<frontier_point_ref> pool;
   std::vector<candidate> cur, tmp;
 
@@ -147,17 +147,28 @@ struct cell_merger {
   constexpr void run(double delta, cost_t limit = std::numeric_limits<cost_t>::max()) {
     heap.clear();
     out.clear();
+    // rows enter the heap only when the sweep reaches their first point, so the heap
+    // holds the rows still competing, not all of them (a row whose every point is
+    // dominated on entry never enters)
+    pending.clear();
     for (std::size_t r = 0; r < rows.size(); ++r) {
       const auto& s = plans[rows[r].cv].s;
-      heap.push_back({rows[r].memory + s.p[0].memory, rows[r].time + s.p[0].time, std::uint32_t(r), 0});
+      pending.push_back({rows[r].memory + s.p[0].memory, rows[r].time + s.p[0].time, std::uint32_t(r), 0});
     }
-    std::make_heap(heap.begin(), heap.end(), heap_after{});
+    std::sort(pending.begin(), pending.end(),
+              [](const merge_item& a, const merge_item& b) { return heap_after{}(b, a); });
+    std::size_t np = 0;
     cost_t best = 0;
     bool any = false;
-    while (!heap.empty()) {
-      std::pop_heap(heap.begin(), heap.end(), heap_after{});
-      const merge_item x = heap.back();
-      heap.pop_back();
+    while (np < pending.size() || !heap.empty()) {
+      merge_item x;
+      if (np < pending.size() && (heap.empty() || !heap_after{}(pending[np], heap.front()))) {
+        x = pending[np++];
+      } else {
+        std::pop_heap(heap.begin(), heap.end(), heap_after{});
+        x = heap.back();
+        heap.pop_back();
+      }
       if (x.memory > limit) break;
       const merge_row& row = rows[x.row];
       const span& s = plans[row.cv].s;
