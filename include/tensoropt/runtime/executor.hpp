@@ -7,8 +7,10 @@
 // the op's output layout (replicated over the dims it reduced), the kernel writes
 // partial input and param gradients, which are reduced into the producer's layout.
 // Param gradients accumulate locally over micro-batches and are synchronized once
-// per step into the optimizer's shards (an all-reduce, or a reduce-scatter followed
-// by an all-gather of the updated weights under shard_optimizer).
+// per step into the optimizer's shards (an all-reduce); under shard_optimizer each
+// micro-batch's gradient is reduce-scattered into this device's shard as soon as
+// backward produces it (so only the shard is kept, ZeRO-2), and the updated shards
+// are all-gathered into the weights after the update.
 //
 // A parameter lives in the layout its first user needs; under that user's
 // shard_optimizer its optimizer state (and the update) is further split over the
@@ -112,6 +114,7 @@ class executor {
     placement place, opt_place;
     buffer value;
     std::vector<buffer> state;
+    buffer grad;  // under optimizer sharding: this device's gradient shard, reduced per micro-batch
     std::vector<std::pair<int, int>> users;  // (op, param slot)
   };
   struct op_plan {
@@ -311,7 +314,9 @@ class executor {
       if (plan_.configs[std::size_t(j)].recompute) {
         S.state = {};
         S.par.clear();
-      }
+      } else
+        for (std::size_t s = 0; s < S.in.size(); ++s)
+          if (!kernels::backward_reads_input(op.kind, s)) S.in[s].reset();
       if (j == loss_op_) {
         const placement one = replicated(graph_.tensors[std::size_t(op.output.tensor)], int(plan_.mesh.devices()));
         loss = redistribute(comm_, P.out, y, one, be_)[0];
@@ -340,6 +345,7 @@ class executor {
         continue;
       }
       const auto& P = plans_[std::size_t(j)];
+      const auto& P_op = P;
       auto c = context(j, m);
       auto k = kernels::kernel_of(op.kind);
       if (plan_.configs[std::size_t(j)].recompute) {
@@ -368,6 +374,15 @@ class executor {
           for (std::size_t i = 0; i < g.size(); ++i) (*acc)[i] += g[i];
       }
       for (std::size_t s = 0; s < op.params.size(); ++s) {
+        auto& P = params_[std::size_t(op.params[s].tensor)];
+        if (!(P.opt_place == P.place)) {  // ZeRO: reduce-scatter now, keep only the shard
+          buffer part = redistribute(comm_, P_op.dpar[s], dpar[s], P.opt_place, be_);
+          dpar[s] = {};
+          if (P.grad.size() == 0) P.grad = std::move(part);
+          else
+            for (std::size_t i = 0; i < part.size(); ++i) P.grad[i] += part[i];
+          continue;
+        }
         auto& acc = pacc_[std::size_t(j)][s];
         if (acc.size() == 0) acc = std::move(dpar[s]);
         else
@@ -381,8 +396,11 @@ class executor {
       auto& P = params_[t];
       if (P.users.empty()) continue;
       const int rank = graph_.tensors[t].rank;
-      buffer g = be_.allocate(std::size_t(P.opt_place.box[me()].size(rank)));
+      const bool sharded = !(P.opt_place == P.place);
+      buffer g = sharded && P.grad.size() ? std::move(P.grad) : be_.allocate(std::size_t(P.opt_place.box[me()].size(rank)));
+      P.grad = {};
       for (auto [j, s] : P.users) {
+        if (sharded) break;  // reduced into the shard during backward
         auto& acc = pacc_[std::size_t(j)][std::size_t(s)];
         if (acc.size() == 0) acc = be_.allocate(std::size_t(plans_[std::size_t(j)].dpar[std::size_t(s)].box[me()].size(rank)));
         buffer part = redistribute(comm_, plans_[std::size_t(j)].dpar[std::size_t(s)], acc, P.opt_place, be_);

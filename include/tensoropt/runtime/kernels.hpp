@@ -44,4 +44,20 @@ inline kernel kernel_of(op_kind k) {
   throw invalid_argument("no CPU kernel for op kind #" + std::to_string(int(k)));
 }
 
+/// Whether the backward of `k` reads input `slot` (else the executor frees it after
+/// forward, as the cost model's saved buffers assume).
+inline bool backward_reads_input(op_kind k, std::size_t slot) {
+  switch (k) {
+    case op_kind::add:
+    case op_kind::concat:
+    case op_kind::dropout:
+    case op_kind::max_pool:
+    case op_kind::avg_pool:
+    case op_kind::global_avg_pool:
+    case op_kind::moe_dispatch: return false;
+    case op_kind::softmax_xent: return slot == 1;  // the labels; the probabilities are saved
+    default: return true;
+  }
+}
+
 }  // namespace tensoropt::runtime::kernels

@@ -83,13 +83,14 @@ inline buffer unary_fwd(op_context& c, inputs in, inputs, op_state&) {
 }
 inline void unary_bwd(op_context& c, inputs in, inputs, op_state&, const buffer& dy, std::vector<buffer>& din,
                       std::vector<buffer>&) {
-  const buffer& x = *in[0];
   buffer& dx = din[0];
-  if (c.op.kind == op_kind::relu)
+  if (c.op.kind == op_kind::relu) {
+    const buffer& x = *in[0];
     for (std::size_t i = 0; i < x.size(); ++i) dx[i] = x[i] > 0 ? dy[i] : 0.f;
-  else if (c.op.kind == op_kind::gelu)
+  } else if (c.op.kind == op_kind::gelu) {
+    const buffer& x = *in[0];
     for (std::size_t i = 0; i < x.size(); ++i) dx[i] = dy[i] * gelu_grad(x[i]);
-  else {
+  } else {  // dropout: the mask is recomputed from the counter-based hash
     const auto& t = c.graph.tensors[std::size_t(c.op.output.tensor)];
     extents_t lo{}, len = c.local_shape(c.op.output);
     for (int a = 0; a < t.rank; ++a)
