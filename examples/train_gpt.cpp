@@ -166,6 +166,7 @@ int main(int argc, char** argv) {
     }
     std::mt19937 rng(7);
     float first = 0, last = 0;
+    double total = 0;
     const double tokens = double(model::config.batch * model::config.seq);
     for (int s = 0; s < steps; ++s) {
       const auto b = make_batch(text, rng);
@@ -173,10 +174,13 @@ int main(int argc, char** argv) {
       last = tr->step(b);
       const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (s == 0) first = last;
+      total += dt;
       say("step %3d  loss %.4f  %8.0f tokens/s\n", s, double(last), tokens / dt);
     }
     std::int64_t peak = 0;
     for (auto& m : tr->memory()) peak = std::max(peak, m.peak);
+    say("%.0f tokens/s on average; device 0 spent %.1f %% of the step time in kernels\n", tokens * steps / total,
+        100 * tr->device(0).kernel_seconds() / total);
     say("loss %.4f -> %.4f; peak memory of a device %.3f MiB (predicted %.3f MiB)\n", double(first), double(last),
         double(peak) / 1048576, double(pt.memory) / 1048576);
     if (steps >= 20 && !(last < 0.8f * first)) {

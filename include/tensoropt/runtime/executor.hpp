@@ -16,6 +16,7 @@
 // shard_optimizer its optimizer state (and the update) is further split over the
 // replicas along the first axis that divides evenly.
 #pragma once
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -106,6 +107,10 @@ class executor {
   std::int64_t steps() const { return step_; }
   void set_steps(std::int64_t s) { step_ = s; }
   communicator& comm() { return comm_; }
+  /// Seconds this device spent inside kernels (forward, backward, recomputation;
+  /// including the collectives inside them) since construction: the rest of a
+  /// step is the executor's overhead and the redistributions.
+  double kernel_seconds() const { return kernel_seconds_; }
   /// This device's memory: current bytes and the peak of the last step.
   const memory_stats& memory() const { return be_.memory(); }
 
@@ -310,7 +315,9 @@ class executor {
       auto c = context(j, m);
       auto k = kernels::kernel_of(op.kind);
       auto in = raw(S.in), par = raw(S.par);
+      const auto t0 = std::chrono::steady_clock::now();
       buffer y = k.forward(c, in, par, S.state);
+      kernel_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (plan_.configs[std::size_t(j)].recompute) {
         S.state = {};
         S.par.clear();
@@ -359,7 +366,9 @@ class executor {
                                                                        : be_.allocate(std::size_t(c.local_size(mp))));
       for (auto& mp : op.params) dpar.push_back(be_.allocate(std::size_t(c.local_size(mp))));
       auto in = raw(S.in), par = raw(S.par);
+      const auto t0 = std::chrono::steady_clock::now();
       k.backward(c, in, par, S.state, *dy, din, dpar);
+      kernel_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       S = {};
       dy.reset();
       for (std::size_t s = 0; s < op.inputs.size(); ++s) {
@@ -450,6 +459,7 @@ class executor {
   std::vector<int> consumers_;
   int loss_op_ = -1;
   std::int64_t step_ = 0;
+  double kernel_seconds_ = 0;
 };
 
 }  // namespace tensoropt::runtime
