@@ -209,7 +209,10 @@ TEST_CASE("exact frontier equals brute force on 400 random problems; every choic
     const auto p = random_problem(rng, kind, nodes, max_configs, real);
     if (strategies(p) > 200000) continue;
     CAPTURE(it);
-    const auto r = to::solve(p, {.epsilon = 0, .width_limit = 1u << 20, .group_configs = it % 7 != 0});
+    const auto r = to::solve(p, {.epsilon = 0,
+                                 .width_limit = 1u << 20,
+                                 .group_configs = it % 7 != 0,
+                                 .compact_after = it % 3 == 0 ? 4 : std::size_t(1) << 20});
     CHECK(r.exact);
     CHECK(costs(r) == brute_force(p));
     check_recost(p, r);

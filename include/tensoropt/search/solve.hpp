@@ -67,6 +67,9 @@ struct solve_options {
   /// partial strategies above it are dropped as soon as they appear. Exact for the
   /// frontier below the limit, since every cost is non-negative.
   cost_t memory_limit = std::numeric_limits<cost_t>::max();
+  /// Back-pointers no live point can reach are dropped when the arena has grown by this
+  /// many entries (and doubled) since the last compaction; bounds memory on large problems.
+  std::size_t compact_after = std::size_t(1) << 20;
 };
 
 /// Reported to the progress callback after each elimination.
@@ -136,6 +139,10 @@ class eliminator {
       } else {
         add_factor(std::move(g));
       }
+      if (trace_.entries.size() > 2 * compacted_ + o_.compact_after) {
+        compact_trace(constants);
+        compacted_ = trace_.entries.size();
+      }
     }
     frontier total{{{0, p_.memory_offset, -1}}};
     for (auto& c : constants) total = minkowski_sum(total, c, trace_);
@@ -156,6 +163,7 @@ class eliminator {
   const solve_options& o_;
   double delta_ = 0;
   cost_t limit_ = std::numeric_limits<cost_t>::max();  // memory_limit less the offset
+  std::size_t compacted_ = 0;                      // trace size after the last compaction
   std::vector<int> order_;                        // the planned elimination order
   std::vector<bool> prune_;                       // per step: prune under epsilon
   trace trace_;
@@ -267,6 +275,41 @@ class eliminator {
     std::sort(s.begin(), s.end());
     s.erase(std::unique(s.begin(), s.end()), s.end());
     return s;
+  }
+
+  // Drops the back-pointers no live point can reach, and renumbers the rest. A join
+  // only refers to earlier entries, so one backward pass marks everything reachable.
+  constexpr void compact_trace(std::vector<frontier>& constants) {
+    auto& e = trace_.entries;
+    std::vector<bool> live(e.size(), false);
+    for (auto& f : factors_)
+      if (f.alive)
+        for (auto& q : f.pts)
+          if (q.tag >= 0) live[std::size_t(q.tag)] = true;
+    for (auto& c : constants)
+      for (auto& q : c.points)
+        if (q.tag >= 0) live[std::size_t(q.tag)] = true;
+    for (std::size_t i = e.size(); i-- > 0;)
+      if (live[i] && e[i].a >= 0) {
+        live[std::size_t(e[i].a)] = true;
+        live[std::size_t(e[i].b)] = true;
+      }
+    std::vector<std::int32_t> to(e.size(), -1);
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < e.size(); ++i)
+      if (live[i]) {
+        to[i] = std::int32_t(k);
+        e[k++] = e[i].a >= 0 ? trace::entry{to[std::size_t(e[i].a)], to[std::size_t(e[i].b)]} : e[i];
+      }
+    e.resize(k);
+    e.shrink_to_fit();
+    for (auto& f : factors_)
+      if (f.alive)
+        for (auto& q : f.pts)
+          if (q.tag >= 0) q.tag = to[std::size_t(q.tag)];
+    for (auto& c : constants)
+      for (auto& q : c.points)
+        if (q.tag >= 0) q.tag = to[std::size_t(q.tag)];
   }
 
   // The elimination order, planned on scopes alone before any frontier is computed, so
