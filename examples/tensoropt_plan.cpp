@@ -186,7 +186,7 @@ int run(int argc, char** argv) {
   std::fputs(to::format_table(rep, 40).c_str(), stdout);
   if (chosen >= 0) {
     const auto& p = rep.points[std::size_t(chosen)];
-    std::printf("\nchosen plan #%d (fastest within %s): %s per device, %s per iteration, %d micro-batches\n  %s\n",
+    std::printf("\nchosen plan #%d (fastest within %s): %s per device, %s per iteration, micro-batches %d\n  %s\n",
                 chosen, to::format_bytes(budget).c_str(), to::format_bytes(p.memory).c_str(),
                 to::format_seconds(p.time).c_str(), p.micro_batches, p.summary.c_str());
   }

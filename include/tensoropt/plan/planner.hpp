@@ -146,7 +146,7 @@ inline std::vector<baseline_result> plan_baselines(const op_graph& g, const clus
     } else if (best) {
       const double speedup = b.time / (double(best->time) / ps_per_second);
       char buf[96];
-      std::snprintf(buf, sizeof buf, "frontier: %.2fx faster at this memory", speedup);
+      std::snprintf(buf, sizeof buf, "frontier %.2fx faster", speedup);
       b.summary = buf;
     } else if (!frontier.empty()) {
       b.summary = "uses less memory than any frontier point?";

@@ -111,7 +111,8 @@ struct axis_scale {
 }  // namespace detail
 
 /// Which rows a table of at most `max_rows` shows: both ends, the chosen point, and
-/// points spread evenly over log-memory in between (all of them when they fit).
+/// points at equal steps of arc length along the staircase in (log memory, log time),
+/// each axis normalized to its range (all rows when they fit).
 inline std::vector<std::size_t> table_rows(const frontier_report& r, std::size_t max_rows) {
   std::vector<std::size_t> rows;
   const std::size_t n = r.points.size();
@@ -119,17 +120,19 @@ inline std::vector<std::size_t> table_rows(const frontier_report& r, std::size_t
     for (std::size_t i = 0; i < n; ++i) rows.push_back(i);
     return rows;
   }
-  const double lo = std::log(std::max(1.0, r.points.front().memory));
-  const double hi = std::log(std::max(1.0, r.points.back().memory));
-  std::size_t next = 0;
+  auto lm = [&](std::size_t i) { return std::log(std::max(1.0, r.points[i].memory)); };
+  auto lt = [&](std::size_t i) { return std::log(std::max(1e-12, r.points[i].time)); };
+  const double dm = std::max(1e-12, lm(n - 1) - lm(0)), dt = std::max(1e-12, lt(0) - lt(n - 1));
+  std::vector<double> arc(n, 0);
+  for (std::size_t i = 1; i < n; ++i)
+    arc[i] = arc[i - 1] + std::hypot((lm(i) - lm(i - 1)) / dm, (lt(i) - lt(i - 1)) / dt);
+  std::size_t i = 0;
   for (std::size_t k = 0; k < max_rows; ++k) {
-    const double target = lo + (hi - lo) * double(k) / double(max_rows - 1);
-    std::size_t i = next;
-    while (i + 1 < n && std::log(std::max(1.0, r.points[i].memory)) < target) ++i;
-    if (k + 1 == max_rows) i = n - 1;
+    const double target = arc[n - 1] * double(k) / double(max_rows - 1);
+    while (i + 1 < n && arc[i] < target) ++i;
     if (rows.empty() || rows.back() != i) rows.push_back(i);
-    next = i + 1 < n ? i + 1 : i;
   }
+  if (rows.back() != n - 1) rows.push_back(n - 1);
   if (r.chosen >= 0 && std::size_t(r.chosen) < n &&
       std::find(rows.begin(), rows.end(), std::size_t(r.chosen)) == rows.end()) {
     rows.push_back(std::size_t(r.chosen));
@@ -145,7 +148,7 @@ inline std::string format_table(const frontier_report& r, std::size_t max_rows =
   const auto rows = table_rows(r, max_rows);
   if (rows.size() < r.points.size())
     o += "(" + std::to_string(r.points.size()) + " points; " + std::to_string(rows.size()) +
-         " shown, spread over memory; the JSON and HTML outputs hold all)\n";
+         " shown, spread along the frontier; the JSON and HTML outputs hold all)\n";
   o += "    #  mem/device   iter time   samples/s    k  strategy\n";
   o += "-----  ----------  ----------  ----------  ---  ------------------------------\n";
   for (std::size_t i : rows) {
