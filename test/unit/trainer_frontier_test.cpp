@@ -29,4 +29,4 @@ TEST_CASE("mlp: frontier points") { check_frontier<mlp>({2, 4, 8}); }
 TEST_CASE("gpt: frontier points") { check_frontier<gpt>({2, 4, 8}); }
 TEST_CASE("cnn: frontier points") { check_frontier<cnn>({2, 4, 8}); }
 // Planning the MoE on 8 devices takes ~3 s: 2 and 4 only.
-TEST_CASE("moe: frontier points") { check_frontier<moe>({2, 4}); } }
+TEST_CASE("moe: frontier points") { check_frontier<moe>({2, 4}); }
