@@ -94,16 +94,18 @@ struct axis_scale {
                          : (v - lo) / (hi - lo);
     return p0 + t * (p1 - p0);
   }
-  std::vector<double> ticks() const {
+  /// Round ticks in multiples of `unit` (e.g. GiB for memory: 1, 2, 5, 10 GiB).
+  std::vector<double> ticks(double unit = 1) const {
     std::vector<double> t;
+    const double l = lo / unit, h = hi / unit;
     if (log) {
-      for (double d = std::pow(10, std::floor(std::log10(lo))); d <= hi; d *= 10)
+      for (double d = std::pow(10, std::floor(std::log10(l))); d <= h; d *= 10)
         for (double m : {1.0, 2.0, 5.0})
-          if (d * m >= lo && d * m <= hi) t.push_back(d * m);
+          if (d * m >= l && d * m <= h) t.push_back(d * m * unit);
     } else {
-      const double raw = (hi - lo) / 5, mag = std::pow(10, std::floor(std::log10(raw)));
+      const double raw = (h - l) / 5, mag = std::pow(10, std::floor(std::log10(raw)));
       const double step = raw / mag < 2 ? 2 * mag : raw / mag < 5 ? 5 * mag : 10 * mag;
-      for (double v = std::ceil(lo / step) * step; v <= hi; v += step) t.push_back(v);
+      for (double v = std::ceil(l / step) * step; v <= h; v += step) t.push_back(v * unit);
     }
     return t;
   }
@@ -181,7 +183,7 @@ inline std::string format_table(const frontier_report& r, std::size_t max_rows =
 /// A self-contained SVG of the frontier (memory per device vs iteration time).
 inline std::string to_svg(const frontier_report& r) {
   using detail::fmt;
-  const double W = 760, H = 480, L = 90, R = 200, T = 40, B = 60;
+  const double W = 800, H = 480, L = 90, R = 240, T = 40, B = 60;
   double mlo = 1e300, mhi = 0, tlo = 1e300, thi = 0;
   auto extend = [&](double m, double t) {
     if (!(m > 0) || !(t > 0)) return;
@@ -202,7 +204,8 @@ inline std::string to_svg(const frontier_report& r) {
   s += "<text x=\"" + fmt("%.0f", L) + "\" y=\"22\" font-size=\"15\" font-weight=\"bold\">" +
        detail::xml_escape(r.model + " on " + r.cluster) + ": time-memory frontier</text>\n";
   // axes, grid and ticks
-  for (double t : xs.ticks()) {
+  const double mem_unit = xs.lo >= gib / 2 ? gib : xs.lo >= mib / 2 ? mib : xs.lo >= kib / 2 ? kib : 1;
+  for (double t : xs.ticks(mem_unit)) {
     const double x = xs(t);
     s += "<line x1=\"" + fmt("%.1f", x) + "\" y1=\"" + fmt("%.0f", T) + "\" x2=\"" + fmt("%.1f", x) +
          "\" y2=\"" + fmt("%.0f", H - B) + "\" stroke=\"#eee\"/>\n";
@@ -265,7 +268,7 @@ inline std::string to_svg(const frontier_report& r) {
     const double ly = T + 20 + 18 * legend++;
     s += "<rect x=\"" + fmt("%.0f", W - R + 16) + "\" y=\"" + fmt("%.0f", ly - 8) +
          "\" width=\"8\" height=\"8\" fill=\"" + c + "\"/><text x=\"" + fmt("%.0f", W - R + 30) +
-         "\" y=\"" + fmt("%.0f", ly) + "\">" + detail::xml_escape(detail::truncate(b.name, 24)) + "</text>\n";
+         "\" y=\"" + fmt("%.0f", ly) + "\">" + detail::xml_escape(detail::truncate(b.name, 30)) + "</text>\n";
   }
   const double ly = T + 20 + 18 * legend;
   s += "<circle cx=\"" + fmt("%.0f", W - R + 20) + "\" cy=\"" + fmt("%.0f", ly - 4) +
