@@ -358,3 +358,26 @@ TEST_CASE("memory_limit drops partial strategies early and keeps the exact front
     check_recost(p, r);
   }
 }
+
+TEST_CASE("configs with identical edge rows are grouped into one layout-config with a frontier cost") {
+  // hub b: 6 configs, two layouts (0-2 and 3-5) that differ only in their own (time, memory)
+  to::problem p;
+  p.nodes.push_back({"b", {{"l0", 10, 1}, {"l0 rc", 12, 0}, {"l0 zs", 11, 1}, {"l1", 5, 4}, {"l1 rc", 7, 2}, {"l1 zs", 6, 3}}});
+  for (int leaf = 0; leaf < 3; ++leaf) {
+    p.nodes.push_back({"leaf", {{"x", 1, 3}, {"y", 3, 1}, {"z", 2, 2}, {"w", 0, 5}}});
+    to::problem_edge e{0, leaf + 1, {}, {}};
+    for (int c = 0; c < 6; ++c)
+      for (int d = 0; d < 4; ++d) {
+        e.time.push_back(c < 3 ? d : 3 - d);
+        e.memory.push_back(c < 3 ? 0 : d % 2);
+      }
+    p.edges.push_back(e);
+  }
+  const auto grouped = to::solve(p);
+  const auto plain = to::solve(p, {.group_configs = false});
+  CHECK(grouped.max_cells == 2);  // the factors over b have one cell per layout
+  CHECK(plain.max_cells == 6);
+  CHECK(costs(grouped) == brute_force(p));
+  CHECK(costs(plain) == brute_force(p));
+  check_recost(p, grouped);
+}
