@@ -14,10 +14,18 @@
 //   - a node with more neighbours gives a factor over all of them: this is the dynamic
 //     program whose state is the configs of the nodes still connected to eliminated
 //     ones (the "live" nodes), exact, with cost growing with that width.
-// The next node to eliminate is the one whose elimination is cheapest (cells of the new
-// factor times the sizes of the joined frontiers), so chains, trees and series-parallel
-// graphs (transformers with residuals, ResNet, Inception) only ever make factors over at
-// most two nodes, and their frontiers stay small until they meet the large ones.
+// The order is planned on the graph before any frontier is computed (`plan`): first
+// every elimination that makes a factor over at most two nodes, the cheapest first (cells
+// times configs of v times the estimated size of the second largest joined frontier, a
+// frontier's size estimated by the number of nodes folded into it), then the node whose
+// factor has the fewest nodes. So chains, trees and series-parallel graphs (transformers
+// with residuals, ResNet, Inception) only ever make factors over at most two nodes
+// (`max_width` <= 2, tested), and each layer folds into one edge before it meets the large
+// frontier carried from the layers before it. Each cell is computed by a heap merge
+// (detail/cell_merge.hpp); the measured figures are in bench/search_bench.cpp's output.
+//
+// Memory. Back-pointers no live point can reach are compacted away as the search goes
+// (`compact_after`); `memory_limit` drops partial strategies above a device's capacity.
 //
 // Grouped configs. Configs of a node whose edge rows and columns are all identical (they
 // differ only in switches such as recompute or optimizer sharding) are grouped into one
