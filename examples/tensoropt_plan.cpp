@@ -3,6 +3,7 @@
 #include <tensoropt/tensoropt.hpp>
 #include <tensoropt/models/zoo.hpp>
 #include <tensoropt/plan/cli.hpp>
+#include <tensoropt/plan/explore.hpp>
 #include <tensoropt/plan/planner.hpp>
 #include <cstdio>
 #include <fstream>
@@ -123,25 +124,25 @@ int explore_devices(const to::plan_cli& c, const to::models::model_info& m, cons
   std::printf("resource exploration for %.*s (budget %s%s)\n", int(m.name.size()), m.name.data(),
               budget > 0 ? to::format_bytes(budget).c_str() : "device capacity",
               c.time_target > 0 ? (", time target " + to::format_seconds(c.time_target)).c_str() : "");
-  std::printf("%8s  %-22s %12s %12s %12s %7s\n", "devices", "cluster", "least mem", "fastest", "fit: time", "points");
-  long fewest = -1;
-  for (long n : c.device_counts) {
-    const auto cl = make_cluster(c, m, n);
-    auto o = make_options(c, cl);
-    o.baselines = false;
-    o.progress = nullptr;
-    const auto pf = to::plan_frontier(g, cl, o);
-    const double cap = budget > 0 ? budget : cl.gpu_spec.capacity.value;
-    const int i = to::fastest_within_index(pf, cap);
-    const bool fits = i >= 0 && (c.time_target <= 0 || double(pf.points[std::size_t(i)].time) / to::ps_per_second <= c.time_target);
-    std::printf("%8ld  %-22s %12s %12s %12s %7zu%s\n", n, cl.describe().c_str(),
-                to::format_bytes(double(pf.points.front().memory)).c_str(),
-                to::format_seconds(double(pf.points.back().time) / to::ps_per_second).c_str(),
-                i >= 0 ? to::format_seconds(double(pf.points[std::size_t(i)].time) / to::ps_per_second).c_str() : "no fit",
-                pf.points.size(), fits ? "" : "");
-    if (fits && fewest < 0) fewest = n;
+  std::vector<to::index_t> counts(c.device_counts.begin(), c.device_counts.end());
+  auto o = make_options(c, make_cluster(c, m, counts.front()));
+  if (!c.quiet) o.progress = nullptr;
+  const auto ex = to::explore_device_counts(
+      g, counts, [&](to::index_t n) { return make_cluster(c, m, long(n)); }, budget, c.time_target, o);
+  std::printf("%7s  %-20s %10s %10s %10s %10s %6s\n", "devices", "cluster", "least mem", "fastest", "fit: time",
+              "fit: mem", "points");
+  for (auto& r : ex.rows) {
+    if (r.points == 0) {
+      std::printf("%7lld  %-20s %s\n", (long long)r.devices, r.cl.describe().c_str(), "nothing fits the device");
+      continue;
+    }
+    std::printf("%7lld  %-20s %10s %10s %10s %10s %6zu%s\n", (long long)r.devices, r.cl.describe().c_str(),
+                to::format_bytes(r.least_memory).c_str(), to::format_seconds(r.fastest_time).c_str(),
+                r.fit >= 0 ? to::format_seconds(r.fit_time).c_str() : "no fit",
+                r.fit >= 0 ? to::format_bytes(r.fit_memory).c_str() : "-", r.points,
+                r.devices == ex.fewest ? "  <- fewest" : "");
   }
-  if (fewest > 0) std::printf("fewest devices that fit: %ld\n", fewest);
+  if (ex.fewest > 0) std::printf("fewest devices that fit: %lld\n", (long long)ex.fewest);
   else std::printf("no listed device count fits; try more devices, micro-batches or a larger budget\n");
   return 0;
 }

@@ -30,3 +30,4 @@
 #include "plan/summary.hpp"
 #include "plan/cli.hpp"
 #include "plan/planner.hpp"
+#include "plan/explore.hpp"
