@@ -106,9 +106,9 @@ void report(const char* name, const to::problem& p, double epsilon, const char* 
   const auto r = to::solve(p, {.epsilon = epsilon});
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("%-18s %5zu nodes %7zu configs  eps %-5g %9.3f s  %6zu points  width %zu  cells %6zu  "
-              "prune depth %3zu  trace %9zu  %s  (target %s)\n",
+              "prune depth %3zu  replayed %4zu  trace %9zu  %s  (target %s)\n",
               name, p.nodes.size(), configs, epsilon, s, r.points.size(), r.max_width, r.max_cells,
-              r.prune_depth, r.trace_entries, r.exact ? "exact" : "approx", target);
+              r.prune_depth, r.replayed, r.trace_entries, r.exact ? "exact" : "approx", target);
   std::fflush(stdout);
 }
 

@@ -381,3 +381,42 @@ TEST_CASE("configs with identical edge rows are grouped into one layout-config w
   CHECK(costs(plain) == brute_force(p));
   check_recost(p, grouped);
 }
+
+TEST_CASE("repeated identical blocks: eliminations are replayed, and the frontier stays exact") {
+  // a chain of identical residual blocks (u -> a -> b -> w with a skip u -> w, w the next
+  // block's u), the same costs in every block, so later blocks replay earlier eliminations
+  std::mt19937_64 rng(31);
+  std::size_t replays = 0;
+  for (int it = 0; it < 20; ++it) {
+    const int c = 1 + it % 3;
+    const bool real = it % 2 == 0;
+    std::vector<to::problem_node> node_kind(3);
+    std::vector<std::vector<to::cost_t>> times(4), mems(4);
+    for (int k = 0; k < 3; ++k)
+      for (int x = 0; x < c; ++x)
+        node_kind[std::size_t(k)].configs.push_back(
+            {label('k', x), std::int64_t(rng() % (real ? 1000000 : 5)), std::int64_t(rng() % (real ? 1000000 : 5))});
+    for (int e = 0; e < 4; ++e)
+      for (int x = 0; x < c * c; ++x) {
+        times[std::size_t(e)].push_back(std::int64_t(rng() % (real ? 1000000 : 5)));
+        mems[std::size_t(e)].push_back(std::int64_t(rng() % 3 == 0 ? 0 : rng() % (real ? 1000000 : 5)));
+      }
+    to::problem p;
+    p.nodes.push_back(node_kind[2]);
+    const int blocks = 2 + it % 3;
+    for (int b = 0; b < blocks; ++b) {
+      const int u = int(p.nodes.size()) - 1;
+      for (int k = 0; k < 3; ++k) p.nodes.push_back(node_kind[std::size_t(k)]);
+      const int ends[4][2] = {{u, u + 1}, {u + 1, u + 2}, {u + 2, u + 3}, {u, u + 3}};
+      for (int e = 0; e < 4; ++e)
+        p.edges.push_back({ends[e][0], ends[e][1], times[std::size_t(e)], mems[std::size_t(e)]});
+    }
+    if (strategies(p) > 300000) continue;
+    CAPTURE(it);
+    const auto r = to::solve(p, {.epsilon = 0, .width_limit = 1u << 20, .group_configs = it % 3 != 0});
+    CHECK(costs(r) == brute_force(p));
+    check_recost(p, r);
+    replays += r.replayed;
+  }
+  CHECK(replays > 0);
+}

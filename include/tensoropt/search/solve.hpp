@@ -54,6 +54,7 @@
 // The engine is constexpr and runs in a constant expression for small problems.
 #pragma once
 #include <algorithm>
+#include <bit>
 #include <limits>
 #include <cstddef>
 #include <string>
@@ -104,6 +105,7 @@ struct frontier_result {
   std::size_t max_cells = 0;   ///< most cells in one factor made by the search
   std::size_t trace_entries = 0;
   std::size_t prune_depth = 0; ///< most epsilon-pruned factors on one path (see the header)
+  std::size_t replayed = 0;    ///< eliminations replayed from an identical earlier one
   std::string note;            ///< what the fallback did, if it ran
 };
 
@@ -172,6 +174,21 @@ class eliminator {
   double delta_ = 0;
   cost_t limit_ = std::numeric_limits<cost_t>::max();  // memory_limit less the offset
   std::size_t compacted_ = 0;                      // trace size after the last compaction
+  struct memo_point {
+    std::uint32_t cv;
+    std::int32_t i;       // index in the row span, or -1
+    std::uint32_t j;      // index in the staircase span
+    std::int16_t sf, af;  // which factors gave the staircase and the rows
+  };
+  struct memo_entry {
+    std::vector<std::int64_t> key;  // shape and costs of the inputs
+    std::vector<std::size_t> start;
+    std::vector<frontier_point_ref> pts;
+    std::vector<memo_point> prov;   // per output point: the input points it sums
+  };
+  static constexpr std::size_t memo_size = 32;  // recent eliminations kept for replay
+  std::vector<memo_entry> memo_;
+  std::size_t memo_next_ = 0;
   std::vector<int> order_;                        // the planned elimination order
   std::vector<bool> prune_;                       // per step: prune under epsilon
   trace trace_;
@@ -517,35 +534,75 @@ class eliminator {
     g.start.push_back(0);
     std::vector<std::size_t> idx(k, 0);
     const std::size_t dv = dom_[std::size_t(v)];
+    // An elimination whose inputs have the same shape and costs as a recent one (the
+    // same op of another layer of a repeated block) has the same output costs, made from
+    // the same input points: replay it, joining this elimination's back-pointers.
+    memo_entry rec;
+    rec.key = {std::int64_t(dv), std::int64_t(k), std::int64_t(m), std::bit_cast<std::int64_t>(delta)};
+    for (std::size_t i = 0; i < k; ++i) rec.key.push_back(std::int64_t(g.dims[i]));
+    for (std::size_t f = 0; f < m; ++f) {
+      const factor& fa = factors_[ids[f]];
+      rec.key.push_back(std::int64_t(vstride[f]));
+      for (std::size_t i = 0; i < k; ++i) rec.key.push_back(std::int64_t(strides[f][i]));
+      rec.key.push_back(std::int64_t(fa.pts.size()));
+      for (std::size_t x : fa.start) rec.key.push_back(std::int64_t(x));
+      for (auto& q : fa.pts) {
+        rec.key.push_back(q.time);
+        rec.key.push_back(q.memory);
+      }
+    }
+    const memo_entry* hit = nullptr;
+    for (auto& e : memo_)
+      if (e.key == rec.key) hit = &e;
+    bool any_explicit = false;
+    if (hit) ++r.replayed;
+    auto tag_of = [&](std::size_t cv, std::int32_t i, std::size_t j, int sf, int af) {
+      std::int32_t tag = -1;
+      for (std::size_t f = 0; f < m; ++f) {
+        if (int(f) == sf || int(f) == af) continue;
+        const factor& fa = factors_[ids[f]];
+        tag = trace_.join(tag, fa.pts[fa.start[off[f] + cv * vstride[f]]].tag);
+      }
+      if (af >= 0) {
+        const factor& fa = factors_[ids[std::size_t(af)]];
+        tag = trace_.join(tag, fa.pts[fa.start[off[std::size_t(af)] + cv * vstride[std::size_t(af)]] + std::size_t(i)].tag);
+      }
+      const factor& fs = factors_[ids[std::size_t(sf)]];
+      return trace_.join(tag, fs.pts[fs.start[off[std::size_t(sf)] + cv * vstride[std::size_t(sf)]] + j].tag);
+    };
     cell_merger merge;
     for (std::size_t c = 0; c < cells; ++c) {
-      merge.begin(dv);
-      for (std::size_t cv = 0; cv < dv; ++cv) {
-        merge.spans.clear();
-        for (std::size_t f = 0; f < m; ++f) {
-          const factor& fa = factors_[ids[f]];
-          const std::size_t at = off[f] + cv * vstride[f];
-          merge.spans.push_back({fa.pts.data() + fa.start[at], fa.start[at + 1] - fa.start[at]});
+      if (hit) {
+        for (std::size_t q = hit->start[c]; q < hit->start[c + 1]; ++q) {
+          const memo_point& mp = hit->prov[q];
+          g.pts.push_back({hit->pts[q].time, hit->pts[q].memory, tag_of(mp.cv, mp.i, mp.j, mp.sf, mp.af)});
         }
-        merge.add(cv, trace_);
-      }
-      merge.run(delta, limit_);
-      for (std::size_t q = 0; q < merge.out.size(); ++q) {
-        const auto& x = merge.out[q];
-        std::int32_t tag = -1;
-        const auto& pl = merge.plans[merge.rows[x.row].cv];
-        if (pl.explicit_a) {
-          tag = merge.pool[pl.a_off + std::size_t(merge.rows[x.row].i)].tag;
-        } else {
+      } else {
+        merge.begin(dv);
+        for (std::size_t cv = 0; cv < dv; ++cv) {
+          merge.spans.clear();
           for (std::size_t f = 0; f < m; ++f) {
-            if (int(f) == pl.sf || int(f) == pl.af) continue;
             const factor& fa = factors_[ids[f]];
-            tag = trace_.join(tag, fa.pts[fa.start[off[f] + merge.rows[x.row].cv * vstride[f]]].tag);
+            const std::size_t at = off[f] + cv * vstride[f];
+            merge.spans.push_back({fa.pts.data() + fa.start[at], fa.start[at + 1] - fa.start[at]});
           }
-          if (pl.af >= 0) tag = trace_.join(tag, pl.a.p[merge.rows[x.row].i].tag);
+          merge.add(cv, trace_);
         }
-        tag = trace_.join(tag, pl.s.p[x.j].tag);
-        g.pts.push_back({x.time, x.memory, tag});
+        merge.run(delta, limit_);
+        for (std::size_t q = 0; q < merge.out.size(); ++q) {
+          const auto& x = merge.out[q];
+          const auto& row = merge.rows[x.row];
+          const auto& pl = merge.plans[row.cv];
+          std::int32_t tag = -1;
+          if (pl.explicit_a) {
+            any_explicit = true;
+            tag = trace_.join(merge.pool[pl.a_off + std::size_t(row.i)].tag, pl.s.p[x.j].tag);
+          } else {
+            tag = tag_of(row.cv, row.i, x.j, pl.sf, pl.af);
+            rec.prov.push_back({std::uint32_t(row.cv), row.i, x.j, std::int16_t(pl.sf), std::int16_t(pl.af)});
+          }
+          g.pts.push_back({x.time, x.memory, tag});
+        }
       }
       g.start.push_back(g.pts.size());
       // odometer over s (last index fastest), offsets follow
@@ -556,6 +613,13 @@ class eliminator {
         for (std::size_t f = 0; f < m; ++f) off[f] -= g.dims[i] * strides[f][i];
         idx[i] = 0;
       }
+    }
+    if (!hit && !any_explicit) {
+      rec.start = g.start;
+      rec.pts = g.pts;
+      if (memo_.size() < memo_size) memo_.push_back(std::move(rec));
+      else memo_[memo_next_] = std::move(rec);
+      memo_next_ = (memo_next_ + 1) % memo_size;
     }
     for (std::size_t id : ids) {
       factors_[id].alive = false;
