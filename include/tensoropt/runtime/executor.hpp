@@ -129,7 +129,45 @@ class executor {
   struct saved_op {
     std::vector<std::shared_ptr<const buffer>> in, par;
     op_state state;
+    bool rebuilt = false;                // forward re-run during backward (recompute)
+    std::shared_ptr<const buffer> out;   // its output, for the recomputed consumers
   };
+
+  /// Whether input `s` of op `j` is dropped after forward and rebuilt in backward:
+  /// j and its producer are both recomputed and in the same repeat instance (layer),
+  /// as the cost model's recompute checkpoints assume.
+  bool segment_input(int j, std::size_t s) const {
+    const auto& op = graph_.ops[std::size_t(j)];
+    const int p = graph_.tensors[std::size_t(op.inputs[s].tensor)].producer;
+    const auto& po = graph_.ops[std::size_t(p)];
+    return plan_.configs[std::size_t(j)].recompute && plan_.configs[std::size_t(p)].recompute &&
+           po.kind != op_kind::input && op.repeat_id >= 0 && po.repeat_id == op.repeat_id &&
+           po.repeat_index == op.repeat_index;
+  }
+
+  /// Re-runs the forward of recomputed op `p` (and, first, of the recomputed
+  /// producers of its dropped inputs); keeps its state for its backward and
+  /// returns its output.
+  std::shared_ptr<const buffer> rebuild(std::vector<saved_op>& saved, int p, int m) {
+    auto& S = saved[std::size_t(p)];
+    if (S.out) return S.out;
+    const auto& op = graph_.ops[std::size_t(p)];
+    for (std::size_t s = 0; s < op.inputs.size(); ++s)
+      if (!S.in[s] && segment_input(p, s)) {
+        const int q = graph_.tensors[std::size_t(op.inputs[s].tensor)].producer;
+        S.in[s] = fetch(plans_[std::size_t(q)].out, rebuild(saved, q, m), plans_[std::size_t(p)].in[s]);
+      }
+    if (S.par.empty())
+      for (std::size_t s = 0; s < op.params.size(); ++s) S.par.push_back(fetch_param(p, int(s)));
+    auto c = context(p, m);
+    auto in = raw(S.in), par = raw(S.par);
+    S.state = {};
+    const auto t0 = std::chrono::steady_clock::now();
+    S.out = std::make_shared<const buffer>(kernels::kernel_of(op.kind).forward(c, in, par, S.state));
+    kernel_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    S.rebuilt = true;
+    return S.out;
+  }
 
   void check_plan() {
     if (plan_.configs.size() != full_.ops.size())
@@ -321,6 +359,8 @@ class executor {
       if (plan_.configs[std::size_t(j)].recompute) {
         S.state = {};
         S.par.clear();
+        for (std::size_t s = 0; s < S.in.size(); ++s)
+          if (segment_input(j, s)) S.in[s].reset();
       } else
         for (std::size_t s = 0; s < S.in.size(); ++s)
           if (!kernels::backward_reads_input(op.kind, s)) S.in[s].reset();
@@ -355,11 +395,19 @@ class executor {
       const auto& P_op = P;
       auto c = context(j, m);
       auto k = kernels::kernel_of(op.kind);
-      if (plan_.configs[std::size_t(j)].recompute) {
+      if (plan_.configs[std::size_t(j)].recompute && !S.rebuilt) {
+        for (std::size_t s = 0; s < op.inputs.size(); ++s)
+          if (!S.in[s] && segment_input(j, s)) {
+            const int q = graph_.tensors[std::size_t(op.inputs[s].tensor)].producer;
+            S.in[s] = fetch(plans_[std::size_t(q)].out, rebuild(saved, q, m), P.in[s]);
+          }
         for (std::size_t s = 0; s < op.params.size(); ++s) S.par.push_back(fetch_param(j, int(s)));
         auto in = raw(S.in), par = raw(S.par);
+        const auto t0 = std::chrono::steady_clock::now();
         k.forward(c, in, par, S.state);
+        kernel_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       }
+      S.out.reset();
       std::vector<buffer> din, dpar;
       for (auto& mp : op.inputs)
         din.push_back(graph_.tensors[std::size_t(mp.tensor)].integer ? buffer{}
