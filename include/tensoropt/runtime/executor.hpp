@@ -3,7 +3,8 @@
 //
 // Forward, per op: redistribute each input (and param) from where it lives into the
 // layout the op's config needs, run the local kernel, keep what backward needs (only
-// the inputs under recompute). Backward mirrors it: the output gradient arrives in
+// the inputs under recompute, and not even those that a recomputed producer of the
+// same layer can rebuild: backward re-runs such segments from their first input). Backward mirrors it: the output gradient arrives in
 // the op's output layout (replicated over the dims it reduced), the kernel writes
 // partial input and param gradients, which are reduced into the producer's layout.
 // Param gradients accumulate locally over micro-batches and are synchronized once
