@@ -11,7 +11,11 @@
 // single-objective optimum) are costed on the same model and placed against the
 // frontier.
 #pragma once
+#include <atomic>
 #include <chrono>
+#include <exception>
+#include <mutex>
+#include <thread>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -32,6 +36,7 @@ struct planner_options {
   std::vector<index_t> micro_batches; ///< counts to search; empty: every k dividing the batch
   solve_options solve{};
   bool baselines = true;
+  std::size_t threads = 0;            ///< problems solved at once (one per k); 0 = every core
   /// Progress lines ("k=4: 312 configs ... solved in 0.21 s"); empty: silent.
   std::function<void(const std::string&)> progress;
 };
@@ -182,40 +187,64 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
     detail::require(k >= 1 && g.batch % k == 0,
                     "micro-batch count " + std::to_string(k) + " does not divide the global batch " +
                         std::to_string(g.batch) + "; choose a divisor");
-  std::vector<std::vector<frontier_entry>> entries;
-  for (std::size_t idx = 0; idx < ks.size(); ++idx) {
-    const index_t k = ks[idx];
-    plan_part part;
-    part.micro_batches = k;
-    auto tb = std::chrono::steady_clock::now();
-    build_options bo = opt.build;
-    bo.micro_batches = k;
-    auto built = std::make_shared<built_problem>(build_problem(g, cl, bo));
-    part.build_seconds = detail::seconds_since(tb);
-    for (auto& n : built->prob.nodes) part.configs += n.configs.size();
-    part.edges = built->prob.edges.size();
-    auto ts = std::chrono::steady_clock::now();
-    part.frontier = solve(built->prob, opt.solve);
-    part.solve_seconds = detail::seconds_since(ts);
-    pf.exact = pf.exact && part.frontier.exact;
-    say("[" + std::to_string(idx + 1) + "/" + std::to_string(ks.size()) + "] micro-batches " + std::to_string(k) +
-        ": " + detail::count_str(double(built->prob.nodes.size())) + " ops, " +
-        detail::count_str(double(part.configs)) + " configs, " + detail::count_str(double(part.edges)) +
-        " edges; built in " + detail::fmt("%.2f", part.build_seconds) + " s, solved in " +
-        detail::fmt("%.2f", part.solve_seconds) + " s: " + std::to_string(part.frontier.points.size()) +
-        " points");
-    entries.push_back(frontier_entries(built->prob, part.frontier, int(k)));
-    part.built = std::move(built);
-    pf.parts.push_back(std::move(part));
-    // Release the problems that no longer contribute.
-    const auto merged = merge_frontiers(entries);
-    std::vector<bool> used(pf.parts.size(), false);
-    for (auto& e : merged)
-      for (std::size_t p = 0; p < pf.parts.size(); ++p)
-        if (pf.parts[p].micro_batches == e.micro_batches) used[p] = true;
-    for (std::size_t p = 0; p < pf.parts.size(); ++p)
-      if (!used[p]) pf.parts[p].built.reset();
-  }
+  // One problem per k, solved by a pool of threads; results land in slot idx so the
+  // outcome does not depend on the order in which threads finish.
+  std::vector<std::vector<frontier_entry>> entries(ks.size());
+  pf.parts.resize(ks.size());
+  std::mutex mu;
+  std::atomic<std::size_t> next{0};
+  std::size_t done = 0;
+  std::exception_ptr failure;
+  auto work = [&] {
+    for (std::size_t idx; (idx = next++) < ks.size();) {
+      try {
+        const index_t k = ks[idx];
+        plan_part part;
+        part.micro_batches = k;
+        auto tb = std::chrono::steady_clock::now();
+        build_options bo = opt.build;
+        bo.micro_batches = k;
+        auto built = std::make_shared<built_problem>(build_problem(g, cl, bo));
+        part.build_seconds = detail::seconds_since(tb);
+        for (auto& n : built->prob.nodes) part.configs += n.configs.size();
+        part.edges = built->prob.edges.size();
+        auto ts = std::chrono::steady_clock::now();
+        part.frontier = solve(built->prob, opt.solve);
+        part.solve_seconds = detail::seconds_since(ts);
+        auto mine = frontier_entries(built->prob, part.frontier, int(k));
+        part.built = std::move(built);
+        std::lock_guard lock(mu);
+        ++done;
+        say("[" + std::to_string(done) + "/" + std::to_string(ks.size()) + "] micro-batches " + std::to_string(k) +
+            ": " + detail::count_str(double(part.built->prob.nodes.size())) + " ops, " +
+            detail::count_str(double(part.configs)) + " configs, " + detail::count_str(double(part.edges)) +
+            " edges; built in " + detail::fmt("%.2f", part.build_seconds) + " s, solved in " +
+            detail::fmt("%.2f", part.solve_seconds) + " s: " + std::to_string(part.frontier.points.size()) +
+            " points");
+        entries[idx] = std::move(mine);
+        pf.parts[idx] = std::move(part);
+        // Release the problems that no longer contribute to the union so far.
+        const auto merged = merge_frontiers(entries);
+        std::vector<bool> used(pf.parts.size(), false);
+        for (auto& e : merged)
+          for (std::size_t p = 0; p < pf.parts.size(); ++p)
+            if (pf.parts[p].micro_batches == e.micro_batches) used[p] = true;
+        for (std::size_t p = 0; p < pf.parts.size(); ++p)
+          if (!used[p] && !entries[p].empty()) pf.parts[p].built.reset();
+      } catch (...) {
+        std::lock_guard lock(mu);
+        if (!failure) failure = std::current_exception();
+        next = ks.size();
+      }
+    }
+  };
+  const std::size_t hw = opt.threads > 0 ? opt.threads : std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < std::min(hw, ks.size()); ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+  for (auto& part : pf.parts) pf.exact = pf.exact && part.frontier.exact;
   pf.points = merge_frontiers(entries);
   for (auto& e : pf.points)
     for (std::size_t p = 0; p < pf.parts.size(); ++p)
