@@ -158,15 +158,18 @@ int run(int argc, char** argv) {
   to::op_graph g = m.lower();
   if (c.batch > 0) g = to::with_global_batch(g, c.batch);
   print_graph_summary(g);
+  std::fflush(stdout);
   if (!c.device_counts.empty()) return explore_devices(c, m, g);
 
   const auto cl = make_cluster(c, m);
   const auto o = make_options(c, cl);
   std::printf("cluster %s (%s per device), precision %s\n", cl.describe().c_str(),
               to::format_bytes(cl.gpu_spec.capacity).c_str(), std::string(o.build.prec.name).c_str());
+  std::fflush(stdout);
   const auto pf = to::plan_frontier(g, cl, o);
-  std::printf("frontier: %zu Pareto-optimal plans that fit %s, over %zu micro-batch counts, in %.2f s%s\n\n",
-              pf.points.size(), to::format_bytes(cl.gpu_spec.capacity).c_str(), pf.parts.size(), pf.search_seconds,
+  std::printf("frontier: %zu Pareto-optimal plans that fit %s, over %zu micro-batch count%s, in %.2f s%s\n\n",
+              pf.points.size(), to::format_bytes(cl.gpu_spec.capacity).c_str(), pf.parts.size(),
+              pf.parts.size() == 1 ? "" : "s", pf.search_seconds,
               pf.exact ? " (exact)" : " (approximate)");
   if (pf.points.empty())
     throw to::infeasible("no plan of " + c.model + " fits " + to::format_bytes(cl.gpu_spec.capacity) +

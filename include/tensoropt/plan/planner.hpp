@@ -209,7 +209,16 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
         for (auto& n : built->prob.nodes) part.configs += n.configs.size();
         part.edges = built->prob.edges.size();
         auto ts = std::chrono::steady_clock::now();
-        part.frontier = solve(built->prob, opt.solve);
+        // Long searches report how far they are, at most every 2 seconds.
+        auto last = std::chrono::steady_clock::now();
+        part.frontier = solve(built->prob, opt.solve, [&](const search_progress& sp) {
+          if (!opt.progress || detail::seconds_since(last) < 2) return;
+          last = std::chrono::steady_clock::now();
+          std::lock_guard lock(mu);
+          say("  micro-batches " + std::to_string(k) + ": " + std::to_string(sp.eliminated) + "/" +
+              std::to_string(sp.total) + " ops eliminated, " + detail::count_str(double(sp.points)) +
+              " points in the last factor");
+        });
         part.solve_seconds = detail::seconds_since(ts);
         auto mine = frontier_entries(built->prob, part.frontier, int(k));
         part.built = std::move(built);
