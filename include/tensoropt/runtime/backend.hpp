@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <unordered_map>
+#include <vector>
 #include "../core/error.hpp"
 
 namespace tensoropt::runtime {
@@ -29,12 +31,76 @@ struct memory_stats {
   void reset_peak() { peak = current; }
 };
 
+namespace detail {
+/// A per-thread cache of freed float arrays, by exact length: a training step
+/// allocates the same sizes every time, and reusing warm memory avoids the page
+/// faults of fresh allocations (measured: ~2 % of a 1-device train_gpt step in
+/// page faults under memset). Bounded (64 MiB per thread); the accounting in
+/// memory_stats is unchanged (it counts live buffers, not the cache).
+class float_cache {
+ public:
+  float_cache() = default;
+  float_cache(const float_cache&) = delete;
+  float_cache& operator=(const float_cache&) = delete;
+  ~float_cache() {
+    for (auto& [n, v] : free_)
+      for (float* p : v) delete[] p;
+  }
+  /// This thread's cache; null once the thread's cache was destroyed (at thread
+  /// exit), when arrays are freed directly.
+  static float_cache* local() {
+    struct holder {
+      float_cache c;
+      bool alive = true;
+      ~holder() { alive = false; }
+    };
+    thread_local holder h;
+    return h.alive ? &h.c : nullptr;
+  }
+  static float* get_local(std::size_t n) {
+    auto* c = local();
+    return c ? c->get(n) : new float[n]();
+  }
+  /// n zeroed floats.
+  float* get(std::size_t n) {
+    auto it = free_.find(n);
+    if (it == free_.end() || it->second.empty()) return new float[n]();
+    float* p = it->second.back();
+    it->second.pop_back();
+    held_ -= n;
+    std::fill_n(p, n, 0.f);
+    return p;
+  }
+  void put(float* p, std::size_t n) {
+    if (held_ + n > limit) {
+      delete[] p;
+      return;
+    }
+    free_[n].push_back(p);
+    held_ += n;
+  }
+  static constexpr std::size_t limit = std::size_t(64) << 18;  // floats (64 MiB)
+
+ private:
+  std::unordered_map<std::size_t, std::vector<float*>> free_;
+  std::size_t held_ = 0;
+};
+struct cached_delete {
+  std::size_t n = 0;
+  void operator()(float* p) const {
+    if (auto* c = float_cache::local()) c->put(p, n);
+    else delete[] p;
+  }
+};
+}  // namespace detail
+
 /// An fp32 array charged to one device's memory_stats (move-only).
 class buffer {
  public:
   buffer() = default;
   /// `n` zero-initialized floats charged to `stats` (which may be null: uncounted).
-  buffer(std::size_t n, memory_stats* stats) : data_(n ? new float[n]() : nullptr), size_(n), stats_(stats) {
+  buffer(std::size_t n, memory_stats* stats)
+      : data_(n ? detail::float_cache::get_local(n) : nullptr, detail::cached_delete{n}), size_(n), stats_(stats) {
     if (stats_) stats_->add(std::int64_t(n * sizeof(float)));
   }
   buffer(std::span<const float> v, memory_stats* stats) : buffer(v.size(), stats) {
@@ -65,7 +131,7 @@ class buffer {
     std::swap(size_, o.size_);
     std::swap(stats_, o.stats_);
   }
-  std::unique_ptr<float[]> data_;
+  std::unique_ptr<float[], detail::cached_delete> data_;
   std::size_t size_ = 0;
   memory_stats* stats_ = nullptr;
 };
