@@ -12,3 +12,4 @@
 #include "runtime/executor.hpp"
 #include "runtime/checkpoint.hpp"
 #include "runtime/trainer.hpp"
+#include "runtime/calibrate.hpp"
