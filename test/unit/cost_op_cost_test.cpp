@@ -197,3 +197,29 @@ TEST_CASE("own collectives: synchronized batch norm, vocab-parallel loss, the lo
   CHECK(cost_op(g, loss, lv, cl).collectives.value == doctest::Approx(expect));
   CHECK(cost_op(g, loss, op_config{}, cl).collectives.value == 0);
 }
+
+TEST_CASE("recompute working set: a recomputed op of a repeat is charged its saved buffers / repeat count") {
+  const op_graph g = lower<small_gpt>();
+  const auto facts = analyze(g);
+  const cluster one(device_mesh(1, 1), gpus::a100_80gb);
+  op_config plain, rc;
+  rc.recompute = true;
+  int checked = 0;
+  for (std::size_t i = 0; i < g.ops.size(); ++i) {
+    CAPTURE(g.ops[i].name);
+    const auto keep = cost_op(g, int(i), plain, one, {}, facts[i]);
+    const auto re = cost_op(g, int(i), rc, one, {}, facts[i]);
+    CHECK(re.activations.value == 0);
+    CHECK(keep.recompute_working.value == 0);
+    if (g.ops[i].repeat_id >= 0) {
+      CHECK(facts[i].repeats == 2);
+      CHECK(re.recompute_working.value == doctest::Approx(keep.activations.value / 2));
+      checked += keep.activations.value > 0;
+    } else {
+      CHECK(facts[i].repeats == 0);
+      CHECK(re.recompute_working.value == 0);
+    }
+    CHECK(re.memory().value == doctest::Approx(re.param_state.value + re.recompute_working.value));
+  }
+  CHECK(checked > 5);
+}
