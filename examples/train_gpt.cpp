@@ -11,6 +11,7 @@
 #ifdef TENSOROPT_EXAMPLE_MPI
 #include <tensoropt/runtime/mpi_comm.hpp>
 #endif
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -19,6 +20,8 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace to = tensoropt;
 namespace rt = tensoropt::runtime;
@@ -109,8 +112,14 @@ int main(int argc, char** argv) {
     if (text.size() < 2 * model::config.seq) return fail("the training text '" + data + "' is too short");
 
     // Plan: the frontier on 4 CPU devices, then the fastest point within the budget.
+    // --compare plans on the cpu device calibrated on this machine (cached).
     const auto g = to::lower<model>();
-    const auto cl = to::cluster::single_node(devices);
+    auto cl = to::cluster::single_node(devices);
+    rt::cpu_calibration cal;
+    if (compare) {
+      cal = rt::calibrate_cpu();
+      cl = cl.gpu(cal.to_device());
+    }
     to::planner_options po;
     po.baselines = false;
     po.micro_batches = {1, 2};
@@ -118,24 +127,46 @@ int main(int argc, char** argv) {
     const auto pf = to::plan_frontier(g, cl, po);
     if (pf.points.empty()) return fail("the planner found no plan");
     if (compare) {  // predicted vs measured for three frontier points, local devices
-      std::printf("%-8s %5s %12s %12s %14s %14s\n", "point", "k", "pred ms", "meas ms", "pred MiB/dev", "meas MiB/dev");
-      for (std::size_t i : {std::size_t(0), pf.points.size() / 2, pf.points.size() - 1}) {
+      std::printf("cpu calibration (%s, %s): sgemm %.1f GFLOP/s, triad %.1f GB/s, kernel launch %.2f us, "
+                  "local message %.2f us\n",
+                  cal.from_cache ? "cached" : "measured", cal.cpu_model.c_str(), cal.gemm_flops / 1e9,
+                  cal.bandwidth / 1e9, cal.launch_seconds * 1e6, cal.local_latency * 1e6);
+      std::printf("%d local devices on %u hardware threads; %d steps per point (median step time)\n", devices,
+                  std::thread::hardware_concurrency(), steps);
+      std::printf("%-6s %3s %10s %10s %8s %10s %10s %8s\n", "point", "k", "pred ms", "meas ms", "ratio",
+                  "pred MiB", "meas MiB", "mem err");
+      std::vector<double> pred_t, meas_t;
+      const std::size_t n = pf.points.size();
+      for (std::size_t i : {std::size_t(0), n / 4, n / 2, (3 * n) / 4, n - 1}) {
         const auto& p = pf.points[i];
         rt::local_world w(devices);
-        rt::trainer t(g, {pf.op_configs(i), p.micro_batches, cl.mesh}, w);
+        rt::optimizer_options adam;
+        adam.type = rt::optimizer_options::kind::adam;
+        rt::trainer t(g, {pf.op_configs(i), p.micro_batches, cl.mesh}, w, adam);
         std::mt19937 r(7);
-        double total = 0;
+        std::vector<double> dt;
+        std::int64_t peak = 0;
         for (int s = 0; s <= steps; ++s) {
           const auto b = make_batch(text, r);
           const auto t0 = std::chrono::steady_clock::now();
           t.step(b);
-          if (s > 0) total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          if (s > 0) dt.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+          for (auto& m : t.memory()) peak = std::max(peak, m.peak);
         }
-        std::int64_t peak = 0;
-        for (auto& m : t.memory()) peak = std::max(peak, m.peak);
-        std::printf("#%-7zu %5d %12.3f %12.3f %14.3f %14.3f\n", i, p.micro_batches, double(p.time) / 1e9,
-                    1e3 * total / steps, double(p.memory) / 1048576, double(peak) / 1048576);
+        std::sort(dt.begin(), dt.end());
+        const double meas = dt[dt.size() / 2], pred = double(p.time) / 1e12;
+        pred_t.push_back(pred);
+        meas_t.push_back(meas);
+        std::printf("#%-5zu %3d %10.3f %10.3f %7.2fx %10.3f %10.3f %+7.1f%%\n", i, int(p.micro_batches), 1e3 * pred,
+                    1e3 * meas, meas / pred, double(p.memory) / 1048576, double(peak) / 1048576,
+                    100 * (double(peak) / double(p.memory) - 1));
       }
+      int inversions = 0;
+      for (std::size_t a = 0; a < pred_t.size(); ++a)
+        for (std::size_t b = a + 1; b < pred_t.size(); ++b)
+          if ((pred_t[a] < pred_t[b]) != (meas_t[a] < meas_t[b])) ++inversions;
+      std::printf("step-time ranking: %d of %zu pairs inverted (predicted vs measured)\n", inversions,
+                  pred_t.size() * (pred_t.size() - 1) / 2);
       return 0;
     }
     const double lo = double(pf.points.front().memory), hi = double(pf.points.back().memory);
