@@ -134,6 +134,9 @@ class eliminator {
     r.epsilon = o_.epsilon;
     limit_ = o_.memory_limit - std::min(o_.memory_limit, p_.memory_offset);
     build();
+    min_sum_ = 0;
+    for (auto& f : factors_)
+      if (f.alive) min_sum_ = sat_add(min_sum_, min_memory(f));
     const std::size_t depth = plan();
     r.prune_depth = depth;
     delta_ = o_.epsilon > 0 && depth > 0 ? (2 * o_.epsilon / (2 + o_.epsilon)) / double(depth) : 0.0;
@@ -173,6 +176,17 @@ class eliminator {
   const solve_options& o_;
   double delta_ = 0;
   cost_t limit_ = std::numeric_limits<cost_t>::max();  // memory_limit less the offset
+  // Sum over the live factors (and the constants made so far) of each one's least
+  // memory: a point of a new factor can only be part of a strategy within the limit
+  // if its memory plus the least memory of everything else is within it.
+  cost_t min_sum_ = 0;
+  static constexpr cost_t cost_max = std::numeric_limits<cost_t>::max();
+  static constexpr cost_t sat_add(cost_t a, cost_t b) { return a > cost_max - b ? cost_max : a + b; }
+  static constexpr cost_t min_memory(const factor& f) {
+    cost_t m = cost_max;
+    for (auto& q : f.pts) m = std::min(m, q.memory);
+    return m;
+  }
   std::size_t compacted_ = 0;                      // trace size after the last compaction
   struct memo_point {
     std::uint32_t cv;
@@ -185,6 +199,7 @@ class eliminator {
     std::vector<std::size_t> start;
     std::vector<frontier_point_ref> pts;
     std::vector<memo_point> prov;   // per output point: the input points it sums
+    cost_t limit = 0;               // the memory limit it was made under
   };
   static constexpr std::size_t memo_size = 32;  // recent eliminations kept for replay
   std::vector<memo_entry> memo_;
@@ -534,11 +549,18 @@ class eliminator {
     g.start.push_back(0);
     std::vector<std::size_t> idx(k, 0);
     const std::size_t dv = dom_[std::size_t(v)];
+    // The memory limit of this factor's points: the search's limit less the least
+    // memory of every other live factor (exact: all costs are non-negative).
+    cost_t joined_min = 0;
+    for (std::size_t id : ids) joined_min = sat_add(joined_min, min_memory(factors_[id]));
+    const cost_t rest = min_sum_ == cost_max || joined_min == cost_max ? cost_max : min_sum_ - joined_min;
+    const cost_t lim = rest > limit_ ? -1 : limit_ - rest;
     // An elimination whose inputs have the same shape and costs as a recent one (the
     // same op of another layer of a repeated block) has the same output costs, made from
     // the same input points: replay it, joining this elimination's back-pointers.
     memo_entry rec;
     rec.key = {std::int64_t(dv), std::int64_t(k), std::int64_t(m), std::bit_cast<std::int64_t>(delta)};
+    rec.limit = lim;
     for (std::size_t i = 0; i < k; ++i) rec.key.push_back(std::int64_t(g.dims[i]));
     for (std::size_t f = 0; f < m; ++f) {
       const factor& fa = factors_[ids[f]];
@@ -553,7 +575,7 @@ class eliminator {
     }
     const memo_entry* hit = nullptr;
     for (auto& e : memo_)
-      if (e.key == rec.key) hit = &e;
+      if (e.key == rec.key && e.limit >= lim) hit = &e;  // a looser limit only keeps extra points
     bool any_explicit = false;
     if (hit) ++r.replayed;
     auto tag_of = [&](std::size_t cv, std::int32_t i, std::size_t j, int sf, int af) {
@@ -574,6 +596,7 @@ class eliminator {
     for (std::size_t c = 0; c < cells; ++c) {
       if (hit) {
         for (std::size_t q = hit->start[c]; q < hit->start[c + 1]; ++q) {
+          if (hit->pts[q].memory > lim) continue;
           const memo_point& mp = hit->prov[q];
           g.pts.push_back({hit->pts[q].time, hit->pts[q].memory, tag_of(mp.cv, mp.i, mp.j, mp.sf, mp.af)});
         }
@@ -588,7 +611,7 @@ class eliminator {
           }
           merge.add(cv, trace_);
         }
-        merge.run(delta, limit_);
+        merge.run(delta, lim);
         for (std::size_t q = 0; q < merge.out.size(); ++q) {
           const auto& x = merge.out[q];
           const auto& row = merge.rows[x.row];
@@ -626,6 +649,7 @@ class eliminator {
       factors_[id].pts = {};
       factors_[id].start = {};
     }
+    min_sum_ = rest == cost_max ? cost_max : sat_add(rest, min_memory(g));
     return g;
   }
 };
