@@ -424,7 +424,10 @@ class executor {
         const int t = op.inputs[s].tensor;
         const int p = graph_.tensors[std::size_t(t)].producer;
         if (graph_.tensors[std::size_t(t)].integer || graph_.ops[std::size_t(p)].kind == op_kind::input) continue;
-        buffer g = redistribute(comm_, P.din[s], din[s], plans_[std::size_t(p)].dout, be_);
+        // identical layouts: hand the buffer over (redistribute would copy it)
+        buffer g = P.din[s] == plans_[std::size_t(p)].dout
+                       ? std::move(din[s])
+                       : redistribute(comm_, P.din[s], din[s], plans_[std::size_t(p)].dout, be_);
         din[s] = {};
         auto& acc = grad[std::size_t(t)];
         if (!acc) acc = std::make_unique<buffer>(std::move(g));
@@ -455,11 +458,18 @@ class executor {
       if (P.users.empty()) continue;
       const int rank = graph_.tensors[t].rank;
       const bool sharded = !(P.opt_place == P.place);
-      buffer g = sharded && P.grad.size() ? std::move(P.grad) : be_.allocate(std::size_t(P.opt_place.box[me()].size(rank)));
+      buffer g;
+      if (sharded && P.grad.size()) g = std::move(P.grad);
+      else if (!sharded && P.users.size() == 1 &&
+               plans_[std::size_t(P.users[0].first)].dpar[std::size_t(P.users[0].second)] == P.opt_place &&
+               pacc_[std::size_t(P.users[0].first)][std::size_t(P.users[0].second)].size())
+        g = std::move(pacc_[std::size_t(P.users[0].first)][std::size_t(P.users[0].second)]);  // no copy
+      else g = be_.allocate(std::size_t(P.opt_place.box[me()].size(rank)));
       P.grad = {};
       for (auto [j, s] : P.users) {
         if (sharded) break;  // reduced into the shard during backward
         auto& acc = pacc_[std::size_t(j)][std::size_t(s)];
+        if (acc.size() == 0 && P.users.size() == 1 && g.size()) break;  // moved into g above
         if (acc.size() == 0) acc = be_.allocate(std::size_t(plans_[std::size_t(j)].dpar[std::size_t(s)].box[me()].size(rank)));
         buffer part = redistribute(comm_, plans_[std::size_t(j)].dpar[std::size_t(s)], acc, P.opt_place, be_);
         acc = {};  // gradients live from the first backward that produces them to the sync
