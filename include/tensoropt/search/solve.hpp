@@ -553,7 +553,10 @@ class eliminator {
     // memory of every other live factor (exact: all costs are non-negative).
     cost_t joined_min = 0;
     for (std::size_t id : ids) joined_min = sat_add(joined_min, min_memory(factors_[id]));
-    const cost_t rest = min_sum_ == cost_max || joined_min == cost_max ? cost_max : min_sum_ - joined_min;
+    // min_sum_ is a lower bound (the width fallback may raise a factor's least memory
+    // after it was counted), so the difference is clamped at 0, which stays exact.
+    const cost_t rest = min_sum_ == cost_max || joined_min == cost_max ? cost_max
+                                                                        : std::max<cost_t>(0, min_sum_ - joined_min);
     const cost_t lim = rest > limit_ ? -1 : limit_ - rest;
     // An elimination whose inputs have the same shape and costs as a recent one (the
     // same op of another layer of a repeated block) has the same output costs, made from
