@@ -173,4 +173,32 @@ inline void check_against(const to::op_graph& g, const run_result& ref0, const r
   }
 }
 
+/// The shared body of the per-model equivalence tests: data-parallel, tensor-parallel
+/// and random plans on 2, 4 and 8 devices, and two micro-batch plans, each against
+/// the 1-device run after 3 steps.
+inline void check_every_plan(const to::op_graph& g) {
+  const auto ref = run(g, data_parallel(g, 1), 3);
+  CHECK(ref.losses[2] != ref.losses[0]);  // the weights moved
+  for (int n : {2, 4, 8}) {
+    check_against(g, ref, data_parallel(g, n), "data parallel");
+    check_against(g, ref, tensor_parallel(g, n), "tensor parallel");
+    for (unsigned s = 0; s < 3; ++s) check_against(g, ref, random_plan(g, n, s), "random plan");
+  }
+  check_against(g, ref, data_parallel(g, 2, 2), "data parallel + 2 micro-batches");
+  check_against(g, ref, random_plan(g, 4, 7, 2), "random plan + 2 micro-batches");
+}
+
+/// Adam on a random 4-device plan against the 1-device run. The eps is larger than
+/// usual: a weight whose true gradient is exactly zero (the attention key bias, by
+/// softmax's shift invariance) gets rounding noise as gradient, which Adam with a
+/// tiny eps would blow up to +-lr differently under each plan.
+inline void check_adam(const to::op_graph& g) {
+  rt::optimizer_options adam;
+  adam.type = rt::optimizer_options::kind::adam;
+  adam.lr = 1e-3f;
+  adam.eps = 1e-3f;
+  const auto ref = run(g, data_parallel(g, 1), 3, adam);
+  check_against(g, ref, random_plan(g, 4, 21), "random plan, Adam", adam);
+}
+
 }  // namespace rt_test
