@@ -1,6 +1,7 @@
 // Checks that an in-memory search problem is well formed (sizes, costs, edges, no cycles).
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 #include "../core/error.hpp"
@@ -54,6 +55,11 @@ void check_problem(const problem& p) {
   if (p.memory_offset < 0)
     throw E("memory_offset: must be >= 0 bytes, got " + std::to_string(p.memory_offset));
   if (p.nodes.empty()) throw E("nodes: the problem has no nodes; add at least one");
+  std::size_t configs = 0;
+  for (const auto& n : p.nodes) configs += n.configs.size();
+  if (configs >= std::size_t(INT32_MAX))
+    throw E("nodes: the problem has " + std::to_string(configs) + " configs in all, too big: nodes and "
+            "configs are indexed with 32 bits (at most 2^31 - 2 configs)");
   for (std::size_t i = 0; i < p.nodes.size(); ++i) {
     const auto& n = p.nodes[i];
     const std::string at = "nodes[" + std::to_string(i) + "]";
