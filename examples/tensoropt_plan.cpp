@@ -1,6 +1,8 @@
 // tensoropt-plan: the planner program. Computes the time-memory frontier of a zoo
-// model on a cluster (or of a problem file), prints it, and writes JSON, SVG and HTML.
+// model or a gpt:/bert: spec on a cluster (or of a problem file), prints it, and
+// writes JSON, SVG and HTML. `--help` lists the flags (plan/cli.hpp).
 #include <tensoropt/tensoropt.hpp>
+#include <tensoropt/models/model_spec.hpp>
 #include <tensoropt/models/zoo.hpp>
 #include <tensoropt/plan/cli.hpp>
 #include <tensoropt/plan/explore.hpp>
@@ -36,11 +38,39 @@ std::string read_file(const std::string& path) {
 }
 
 void list_models() {
-  std::printf("%-16s %-9s %9s %7s %5s  %s\n", "name", "family", "params", "batch", "gpus", "gpu");
+  std::printf("%-16s %-9s %9s %7s %5s  %-10s %s\n", "name", "family", "params", "batch", "gpus", "gpu",
+              "spec (--model accepts it; change any key)");
   for (auto& m : to::models::list())
-    std::printf("%-16.*s %-9.*s %8.2fB %7lld %5lld  %.*s\n", int(m.name.size()), m.name.data(),
+    std::printf("%-16.*s %-9.*s %8.2fB %7lld %5lld  %-10.*s %s\n", int(m.name.size()), m.name.data(),
                 int(m.family.size()), m.family.data(), m.parameters / 1e9, (long long)m.batch, (long long)m.gpus,
-                int(m.gpu.size()), m.gpu.data());
+                int(m.gpu.size()), m.gpu.data(), m.spec.c_str());
+}
+
+/// The model named by --model: a zoo entry, or a gpt:/bert: spec (its defaults:
+/// one node of 8 x A100-80GB, as the default job), and its graph.
+struct chosen_model {
+  to::models::model_info info;
+  to::op_graph graph;
+};
+chosen_model resolve_model(const to::plan_cli& c) {
+  if (!to::models::is_model_spec(c.model)) {
+    const auto& m = to::models::find(c.model);
+    return {m, m.lower()};
+  }
+  const auto spec = to::models::parse_model_spec(c.model);
+  static const std::string name = spec.text();
+  to::models::model_info i;
+  i.name = name;
+  i.family = to::models::name_of(spec.kind);
+  i.description = "a model given as a spec";
+  i.batch = spec.config.batch;
+  i.gpus = 8;
+  i.gpus_per_node = 8;
+  i.gpu = "a100-80gb";
+  i.spec = name;
+  chosen_model out{i, spec.lower()};
+  out.info.parameters = out.graph.parameter_count();
+  return out;
 }
 
 void list_gpus() {
@@ -154,8 +184,9 @@ int run(int argc, char** argv) {
   if (c.list_gpus) { list_gpus(); return 0; }
   if (!c.solve.empty()) return solve_file(c);
 
-  const auto& m = to::models::find(c.model);
-  to::op_graph g = m.lower();
+  const auto model = resolve_model(c);
+  const auto& m = model.info;
+  to::op_graph g = model.graph;
   if (c.batch) g = to::with_global_batch(g, *c.batch);
   print_graph_summary(g);
   std::fflush(stdout);
@@ -172,7 +203,7 @@ int run(int argc, char** argv) {
               pf.parts.size() == 1 ? "" : "s", pf.search_seconds,
               pf.exact ? " (exact)" : " (approximate)");
   if (pf.points.empty())
-    throw to::infeasible("no plan of " + c.model + " fits " + to::format_bytes(cl.gpu_spec.capacity) +
+    throw to::infeasible("no plan of " + std::string(m.name) + " fits " + to::format_bytes(cl.gpu_spec.capacity) +
                          " per device on " + cl.describe() + "; add devices or micro-batches (--batch smaller)");
 
   const double budget = c.memory_budget ? *c.memory_budget * to::gib : 0;
