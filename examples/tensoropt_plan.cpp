@@ -184,6 +184,7 @@ int run(int argc, char** argv) {
   if (c.list_gpus) { list_gpus(); return 0; }
   if (!c.solve.empty()) return solve_file(c);
 
+  if (!c.gpu.empty()) to::gpus::find(c.gpu);  // a bad name is refused before any work
   const auto model = resolve_model(c);
   const auto& m = model.info;
   to::op_graph g = model.graph;

@@ -148,7 +148,6 @@ int main(int argc, char** argv) {
   auto say = [&](const char* fmt, auto... args) {
     if (leader) std::printf(fmt, args...);
   };
-  say("model %s\n", to::models::to_spec(model, to::models::transformer_kind::gpt).c_str());
   try {
     std::ifstream in(data);
     if (!in) return fail("cannot read the training text '" + data + "' (pass --data FILE)");
@@ -157,6 +156,7 @@ int main(int argc, char** argv) {
     std::vector<int> text;
     for (char ch : ss.str()) text.push_back(token_of(ch));
     if (text.size() < 2 * std::size_t(model.seq) + 2) return fail("the training text '" + data + "' is too short");
+    say("model %s\n", to::models::to_spec(model, to::models::transformer_kind::gpt).c_str());
 
     // Plan: the frontier on 4 CPU devices, then the fastest point within the budget.
     // --compare plans on the cpu device calibrated on this machine (cached).

@@ -45,10 +45,9 @@ struct model_spec {
   op_graph lower(std::string_view name = "") const { return lower_transformer(config, kind, name); }
 };
 
-/// True when `s` is written as a spec ("gpt:..." or "bert:...") rather than a zoo name.
-inline bool is_model_spec(std::string_view s) {
-  return s.substr(0, 4) == "gpt:" || s.substr(0, 5) == "bert:";
-}
+/// True when `s` is written as a spec ("KIND:...", e.g. "gpt:...") rather than a
+/// zoo name (zoo names have no ':'); parse_model_spec says which kinds exist.
+inline bool is_model_spec(std::string_view s) { return s.find(':') != std::string_view::npos; }
 
 /// The keys of a spec and what they mean, one per line (for --help and errors).
 inline std::string model_spec_help() { return help_text<gpt_config>(); }
