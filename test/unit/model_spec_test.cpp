@@ -167,3 +167,27 @@ TEST_CASE("a spec lowers to the graph of the compile-time type, for zoo models")
   CHECK(models::find("megatron-1.7b").spec == "gpt:layers=24,hidden=2304,heads=24,seq=2048,vocab=51200,batch=512");
   CHECK(models::find("bert-large").spec == "bert:layers=24,hidden=1024,heads=16,seq=512,vocab=30522,batch=256");
 }
+
+TEST_CASE("the JSON form of a spec round-trips and refuses what the spec refuses") {
+  const auto m = models::parse_model_spec("bert:layers=2,hidden=64,heads=4,seq=16,vocab=64,batch=8,ffn=100");
+  const auto j = models::model_spec_to_json(m);
+  CHECK(j.dump() == R"({"config":{"batch":8,"dropout":0.1,"ffn":100,"heads":4,"hidden":64,"layers":2,"seq":16,)"
+                    R"("vocab":64},"kind":"bert"})");
+  const auto back = models::model_spec_from_json(j, "plan.model");
+  CHECK(back.kind == m.kind);
+  CHECK(back.config == m.config);
+  auto refused = [](const char* text) {
+    return models::model_spec_from_json(nlohmann::json::parse(text), "plan.model");
+  };
+  CHECK_THROWS_WITH_AS(refused(R"({"kind": "t5", "config": {}})"), doctest::Contains("plan.model.kind: expected"),
+                       format_error);
+  CHECK_THROWS_WITH_AS(refused(R"({"kind": "gpt", "config": {"layers": 2}})"),
+                       doctest::Contains("plan.model.config: missing key 'hidden'"), format_error);
+  CHECK_THROWS_WITH_AS(
+      refused(R"({"kind": "gpt", "config": {"layers": 2, "hidden": 10, "heads": 3, "seq": 4, "vocab": 9, "batch": 1}})"),
+      doctest::Contains("plan.model.config: heads must divide hidden"), format_error);
+  CHECK_THROWS_WITH_AS(
+      refused(R"({"kind": "gpt", "config": {"layers": 0, "hidden": 8, "heads": 2, "seq": 4, "vocab": 9, "batch": 1}})"),
+      doctest::Contains("plan.model.config.layers: expected an integer in [1, 4096], got '0'"), format_error);
+  CHECK_THROWS_WITH_AS(refused(R"({"kind": "gpt"})"), doctest::Contains("plan.model: expected {"), format_error);
+}

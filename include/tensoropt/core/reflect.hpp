@@ -54,6 +54,7 @@ concept Reflected = requires { reflection<S>::fields; };
 /// return a copy so a table reads as one expression per field.
 template <class S, class T>
 struct field_info {
+  using member_type = T;
   std::string_view name;
   T S::*member;
   std::string_view help;

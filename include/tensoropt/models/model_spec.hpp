@@ -8,12 +8,14 @@
 // key" messages, and printing a configuration back as a spec all come from it.
 // Values are parsed whole ("24x", "2.5" for an integer are refused); after the
 // keys, the configuration's rules are checked (heads must divide hidden, ...).
+// The same table gives the JSON form (model_spec_to_json / model_spec_from_json).
 #pragma once
 #include <boost/hana/tuple.hpp>
 #include <string>
 #include <string_view>
 #include "../core/error.hpp"
 #include "../core/reflect.hpp"
+#include "../core/reflect_json.hpp"
 #include "transformer.hpp"
 
 namespace tensoropt {
@@ -66,6 +68,28 @@ inline model_spec parse_model_spec(std::string_view s) {
   const std::string what(kind);
   m.config = parse_key_values<gpt_config>(s.substr(colon + 1), what, gpt_config{});
   check_config(m.config, m.kind);
+  return m;
+}
+
+/// {"kind": "gpt", "config": {"layers": 24, ...}}: the JSON form of a spec (e.g. a
+/// plan file's model), written and read through gpt_config's table.
+inline nlohmann::json model_spec_to_json(const model_spec& m) {
+  return {{"kind", std::string(name_of(m.kind))}, {"config", to_json(m.config)}};
+}
+
+/// Reads model_spec_to_json's form; `where` names it in errors. Throws format_error
+/// naming the key, or the rule the configuration breaks.
+inline model_spec model_spec_from_json(const nlohmann::json& j, std::string_view where) {
+  const std::string w(where);
+  if (!j.is_object() || !j.contains("kind") || !j.contains("config") || j.size() != 2)
+    throw format_error(w + ": expected {\"kind\": \"gpt\" or \"bert\", \"config\": {...}}");
+  const auto& k = j["kind"];
+  if (!k.is_string() || (k.get<std::string>() != "gpt" && k.get<std::string>() != "bert"))
+    throw format_error(w + ".kind: expected \"gpt\" or \"bert\", got " + detail::echo(k.dump()));
+  model_spec m;
+  m.kind = k.get<std::string>() == "gpt" ? transformer_kind::gpt : transformer_kind::bert;
+  m.config = from_json<gpt_config>(j["config"], w + ".config");
+  if (const char* e = config_error(m.config)) throw format_error(w + ".config: " + e);
   return m;
 }
 
