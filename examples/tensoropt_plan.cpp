@@ -2,6 +2,7 @@
 // model or a gpt:/bert: spec on a cluster (or of a problem file), prints it, and
 // writes JSON, SVG and HTML. `--help` lists the flags (plan/cli.hpp).
 #include <tensoropt/tensoropt.hpp>
+#include <tensoropt/cost/device_spec.hpp>
 #include <tensoropt/models/model_spec.hpp>
 #include <tensoropt/models/zoo.hpp>
 #include <tensoropt/plan/cli.hpp>
@@ -46,6 +47,12 @@ void list_models() {
                 int(m.gpu.size()), m.gpu.data(), m.spec.c_str());
 }
 
+/// The device of --gpu (a preset name or a gpu: spec), else the model's preset.
+to::device gpu_of(const to::plan_cli& c, std::string_view model_default) {
+  if (to::is_device_spec(c.gpu)) return to::make_device(to::parse_device_spec(c.gpu), "custom");
+  return to::gpus::find(c.gpu.empty() ? model_default : std::string_view(c.gpu));
+}
+
 /// The model named by --model: a zoo entry, or a gpt:/bert: spec (its defaults:
 /// one node of 8 x A100-80GB, as the default job), and its graph.
 struct chosen_model {
@@ -74,10 +81,12 @@ chosen_model resolve_model(const to::plan_cli& c) {
 }
 
 void list_gpus() {
-  std::printf("%-12s %10s %12s %12s\n", "name", "memory", "peak bf16", "HBM");
+  std::printf("%-12s %10s %12s %12s  %s\n", "name", "memory", "peak bf16", "HBM",
+              "spec (--gpu accepts it; change any key)");
   for (auto* d : to::gpus::all)
-    std::printf("%-12.*s %10s %9.0f TF %8.0f GB/s\n", int(d->name.size()), d->name.data(),
-                to::format_bytes(d->capacity).c_str(), d->peak_half.value / 1e12, d->memory_bw.value / 1e9);
+    std::printf("%-12.*s %10s %9.0f TF %8.0f GB/s  %s\n", int(d->name.size()), d->name.data(),
+                to::format_bytes(d->capacity).c_str(), d->peak_half.value / 1e12, d->memory_bw.value / 1e9,
+                d == &to::gpus::cpu ? "(calibrated host defaults)" : to::to_spec(*d).c_str());
 }
 
 void print_graph_summary(const to::op_graph& g) {
@@ -122,7 +131,7 @@ int solve_file(const to::plan_cli& c) {
 }
 
 to::cluster make_cluster(const to::plan_cli& c, const to::models::model_info& m, long devices_override = -1) {
-  const auto& gpu = to::gpus::find(c.gpu.empty() ? m.gpu : std::string_view(c.gpu));
+  const auto gpu = gpu_of(c, m.gpu);
   if (devices_override > 0) {
     const long per = std::min<long>(devices_override, c.gpus_per_node ? *c.gpus_per_node : long(m.gpus_per_node));
     if (devices_override % per)
@@ -184,7 +193,7 @@ int run(int argc, char** argv) {
   if (c.list_gpus) { list_gpus(); return 0; }
   if (!c.solve.empty()) return solve_file(c);
 
-  if (!c.gpu.empty()) to::gpus::find(c.gpu);  // a bad name is refused before any work
+  if (!c.gpu.empty()) gpu_of(c, "");  // a bad name or spec is refused before any work
   const auto model = resolve_model(c);
   const auto& m = model.info;
   to::op_graph g = model.graph;
