@@ -8,12 +8,13 @@
 // It plans on one core (the targets are for one core) and searches only plans that
 // fit the device, as the planner does. `cpu` is the process CPU time.
 #include <tensoropt/tensoropt.hpp>
+#include <tensoropt/core/command_line.hpp>
 #include <tensoropt/models/zoo.hpp>
 #include <tensoropt/plan/planner.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
-#include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,24 +39,58 @@ const workload workloads[] = {
     {"megatron-1.7b", 32, ""},
     {"megatron-1t", 3072, ""},
 };
+/// The command line (one table: parsing, ranges, --help, errors).
+struct plan_bench_options {
+  double epsilon = 0;
+  std::string only;
+  std::optional<long> micro_batches;
+  bool help = false;
+};
 }  // namespace
 
+template <>
+struct to::reflection<plan_bench_options> {
+  using o = plan_bench_options;
+  static constexpr auto fields = boost::hana::make_tuple(
+      to::field("epsilon", &o::epsilon, "(1+E)-approximate frontiers; 0 = exact").range_open_hi(0, 1).meta("E"),
+      to::field("only", &o::only, "comma list of workloads to plan").meta("NAME,..."),
+      to::field("micro-batches", &o::micro_batches, "one micro-batch count instead of all").range(1, 1L << 40)
+          .meta("K"),
+      to::field("help", &o::help, "print this help"));
+};
+
 int main(int argc, char** argv) {
-  double epsilon = 0;
-  long fixed_k = 0;
+  plan_bench_options opt;
   std::vector<std::string> only;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--epsilon") && i + 1 < argc) epsilon = std::atof(argv[++i]);
-    else if (!std::strcmp(argv[i], "--micro-batches") && i + 1 < argc) fixed_k = std::atol(argv[++i]);
-    else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) {
-      std::string s = argv[++i], item;
-      for (char c : s + ",")
-        if (c == ',') { only.push_back(item); item.clear(); } else item += c;
-    } else {
-      std::fprintf(stderr, "usage: plan_bench [--epsilon E] [--only NAME,...] [--micro-batches K]\n");
-      return 2;
-    }
+  try {
+    to::parse_command_line(argc, argv, opt);
+    std::string item;
+    for (char c : opt.only + ",")
+      if (c != ',') item += c;
+      else if (!item.empty()) {
+        bool known = false;
+        for (const auto& w : workloads) known = known || item == w.model;
+        if (!known) {
+          std::string names;
+          for (const auto& w : workloads) names += std::string(names.empty() ? "" : ", ") + w.model;
+          throw to::invalid_argument("--only: unknown workload '" + item + "'; valid workloads: " + names);
+        }
+        only.push_back(item);
+        item.clear();
+      }
+  } catch (const to::error& e) {
+    std::fprintf(stderr, "plan_bench: %s\n", e.what());
+    return 2;
   }
+  if (opt.help) {
+    std::fputs(to::command_line_help<plan_bench_options>(
+                   "plan_bench [options]", "Whole planning time of each workload at its device count, on one core.")
+                   .c_str(),
+               stdout);
+    return 0;
+  }
+  const double epsilon = opt.epsilon;
+  const long fixed_k = opt.micro_batches.value_or(0);
   std::printf("%-14s %5s %5s %7s %3s %9s %9s %6s %5s  %s\n", "workload", "devs", "ops", "configs", "ks", "wall",
               "cpu", "points", "exact", "peers");
   for (const auto& w : workloads) {

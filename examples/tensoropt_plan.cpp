@@ -1,7 +1,10 @@
 // tensoropt-plan: the planner program. Computes the time-memory frontier of a zoo
-// model on a cluster (or of a problem file), prints it, and writes JSON, SVG and HTML.
+// model or a gpt:/bert: spec on a cluster (or of a problem file), prints it, and
+// writes JSON, SVG and HTML. `--help` lists the flags (plan/cli.hpp).
 #include <tensoropt/tensoropt.hpp>
 #include <tensoropt/core/output_file.hpp>
+#include <tensoropt/cost/device_spec.hpp>
+#include <tensoropt/models/model_spec.hpp>
 #include <tensoropt/models/zoo.hpp>
 #include <tensoropt/plan/cli.hpp>
 #include <tensoropt/plan/explore.hpp>
@@ -44,18 +47,54 @@ std::string read_file(const std::string& path) {
 }
 
 void list_models() {
-  std::printf("%-16s %-9s %9s %7s %5s  %s\n", "name", "family", "params", "batch", "gpus", "gpu");
+  std::printf("%-16s %-9s %9s %7s %5s  %-10s %s\n", "name", "family", "params", "batch", "gpus", "gpu",
+              "spec (--model accepts it; change any key)");
   for (auto& m : to::models::list())
-    std::printf("%-16.*s %-9.*s %8.2fB %7lld %5lld  %.*s\n", int(m.name.size()), m.name.data(),
+    std::printf("%-16.*s %-9.*s %8.2fB %7lld %5lld  %-10.*s %s\n", int(m.name.size()), m.name.data(),
                 int(m.family.size()), m.family.data(), m.parameters / 1e9, (long long)m.batch, (long long)m.gpus,
-                int(m.gpu.size()), m.gpu.data());
+                int(m.gpu.size()), m.gpu.data(), m.spec.c_str());
+}
+
+/// The device of --gpu (a preset name or a gpu: spec), else the model's preset.
+to::device gpu_of(const to::plan_cli& c, std::string_view model_default) {
+  if (to::is_device_spec(c.gpu)) return to::make_device(to::parse_device_spec(c.gpu), "custom");
+  return to::gpus::find(c.gpu.empty() ? model_default : std::string_view(c.gpu));
+}
+
+/// The model named by --model: a zoo entry, or a gpt:/bert: spec (its defaults:
+/// one node of 8 x A100-80GB, as the default job), and its graph.
+struct chosen_model {
+  to::models::model_info info;
+  to::op_graph graph;
+};
+chosen_model resolve_model(const to::plan_cli& c) {
+  if (!to::models::is_model_spec(c.model)) {
+    const auto& m = to::models::find(c.model);
+    return {m, m.lower()};
+  }
+  const auto spec = to::models::parse_model_spec(c.model);
+  static const std::string name = spec.text();
+  to::models::model_info i;
+  i.name = name;
+  i.family = to::models::name_of(spec.kind);
+  i.description = "a model given as a spec";
+  i.batch = spec.config.batch;
+  i.gpus = 8;
+  i.gpus_per_node = 8;
+  i.gpu = "a100-80gb";
+  i.spec = name;
+  chosen_model out{i, spec.lower()};
+  out.info.parameters = out.graph.parameter_count();
+  return out;
 }
 
 void list_gpus() {
-  std::printf("%-12s %10s %12s %12s\n", "name", "memory", "peak bf16", "HBM");
+  std::printf("%-12s %10s %12s %12s  %s\n", "name", "memory", "peak bf16", "HBM",
+              "spec (--gpu accepts it; change any key)");
   for (auto* d : to::gpus::all)
-    std::printf("%-12.*s %10s %9.0f TF %8.0f GB/s\n", int(d->name.size()), d->name.data(),
-                to::format_bytes(d->capacity).c_str(), d->peak_half.value / 1e12, d->memory_bw.value / 1e9);
+    std::printf("%-12.*s %10s %9.0f TF %8.0f GB/s  %s\n", int(d->name.size()), d->name.data(),
+                to::format_bytes(d->capacity).c_str(), d->peak_half.value / 1e12, d->memory_bw.value / 1e9,
+                d == &to::gpus::cpu ? "(calibrated host defaults)" : to::to_spec(*d).c_str());
 }
 
 void print_graph_summary(const to::op_graph& g) {
@@ -101,7 +140,7 @@ int solve_file(const to::plan_cli& c) {
 }
 
 to::cluster make_cluster(const to::plan_cli& c, const to::models::model_info& m, long devices_override = -1) {
-  const auto& gpu = to::gpus::find(c.gpu.empty() ? m.gpu : std::string_view(c.gpu));
+  const auto gpu = gpu_of(c, m.gpu);
   if (devices_override > 0) {
     const long per = std::min<long>(devices_override, c.gpus_per_node ? *c.gpus_per_node : long(m.gpus_per_node));
     if (devices_override % per)
@@ -164,8 +203,10 @@ int run(int argc, char** argv) {
   prepare_outputs(c);
   if (!c.solve.empty()) return solve_file(c);
 
-  const auto& m = to::models::find(c.model);
-  to::op_graph g = m.lower();
+  if (!c.gpu.empty()) gpu_of(c, "");  // a bad name or spec is refused before any work
+  const auto model = resolve_model(c);
+  const auto& m = model.info;
+  to::op_graph g = model.graph;
   if (c.batch) g = to::with_global_batch(g, *c.batch);
   print_graph_summary(g);
   std::fflush(stdout);
@@ -182,7 +223,7 @@ int run(int argc, char** argv) {
               pf.parts.size() == 1 ? "" : "s", pf.search_seconds,
               pf.exact ? " (exact)" : " (approximate)");
   if (pf.points.empty())
-    throw to::infeasible("no plan of " + c.model + " fits " + to::format_bytes(cl.gpu_spec.capacity) +
+    throw to::infeasible("no plan of " + std::string(m.name) + " fits " + to::format_bytes(cl.gpu_spec.capacity) +
                          " per device on " + cl.describe() + "; add devices or micro-batches (--batch smaller)");
 
   const double budget = c.memory_budget ? *c.memory_budget * to::gib : 0;

@@ -50,7 +50,9 @@ struct reflection<plan_cli> {
       field("devices", &c::devices, "one node of N devices; default: the model's count").range(1, 1 << 20).meta("N"),
       field("nodes", &c::nodes, "nodes, with --gpus-per-node").range(1, 1 << 20).meta("N"),
       field("gpus-per-node", &c::gpus_per_node, "devices per node, with --nodes").range(1, 1 << 16).meta("G"),
-      field("gpu", &c::gpu, "device preset, default: the model's; see --list-gpus").meta("NAME"),
+      field("gpu", &c::gpu, "device preset (--list-gpus) or a spec gpu:memory-gib=..,bf16-tflops=..,"
+                            "fp32-tflops=..,hbm-gbs=..,nvlink-gbs=..,network-gbs=..; default: the model's")
+          .meta("NAME|SPEC"),
       field("list-gpus", &c::list_gpus, "list the device presets"),
       field("precision", &c::precision, "training precision").one_of("fp32|bf16-mixed|bf16").meta("P"),
       field("batch", &c::batch, "global batch; default: the model's").range(1, 1L << 40).meta("B"),
