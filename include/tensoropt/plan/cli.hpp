@@ -25,6 +25,7 @@ struct plan_cli {
   double time_target = 0;        ///< seconds, with --device-counts
   std::string frontier_json, problem_json, solve, svg, html;
   bool list_models = false, list_gpus = false, help = false, quiet = false, no_baselines = false;
+  bool all_points = false;       ///< --all-points: table, plot and HTML show every point, not a 1 % cover
 };
 
 inline constexpr std::string_view plan_cli_usage =
@@ -47,6 +48,9 @@ inline constexpr std::string_view plan_cli_usage =
     "  --problem-json FILE     write the problem (tensoropt-problem/1; needs --micro-batches)\n"
     "  --solve FILE            read a tensoropt-problem/1 file instead of a model\n"
     "  --svg FILE, --html FILE plot / report of the frontier\n"
+    "  --all-points            show every frontier point in the table, plot and HTML\n"
+    "                          (default: a cover, every point within 1 % in time of a\n"
+    "                          shown one with no more memory; the JSON holds all)\n"
     "  --no-baselines          skip the baselines\n"
     "  --quiet                 no progress on stderr\n"
     "  --help\n";
@@ -75,7 +79,7 @@ inline plan_cli parse_plan_cli(int argc, const char* const* argv) {
       "--model", "--list-models", "--devices", "--nodes", "--gpus-per-node", "--gpu", "--list-gpus",
       "--precision", "--batch", "--micro-batches", "--memory-budget", "--epsilon", "--device-counts",
       "--time-target", "--frontier-json", "--problem-json", "--solve", "--svg", "--html",
-      "--no-baselines", "--quiet", "--help"};
+      "--no-baselines", "--all-points", "--quiet", "--help"};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i], v;
     bool has_inline = false;
@@ -119,6 +123,7 @@ inline plan_cli parse_plan_cli(int argc, const char* const* argv) {
     else if (a == "--svg") c.svg = value();
     else if (a == "--html") c.html = value();
     else if (a == "--no-baselines") c.no_baselines = true;
+    else if (a == "--all-points") c.all_points = true;
     else if (a == "--quiet") c.quiet = true;
     else if (a == "--help" || a == "-h") c.help = true;
     else {
