@@ -4,7 +4,7 @@
 # tests) and an AddressSanitizer + UBSan build of the unit tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/deps.sh
+bash scripts/deps.sh --tests
 jobs=$(nproc)
 start=$(date +%s)
 
