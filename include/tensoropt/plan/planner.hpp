@@ -104,7 +104,7 @@ inline std::string count_str(double v) {
 }
 }  // namespace detail
 
-/// The baselines of DESIGN.md section 6 on `g` (full batch) and `cl`. Each takes the
+/// The baselines (data parallelism, Megatron tensor parallelism) on `g` (full batch) and `cl`. Each takes the
 /// micro-batch count among `ks` that makes it fastest within the device memory (the
 /// least memory when none fits). `frontier` (may be empty) places each against it.
 inline std::vector<baseline_result> plan_baselines(const op_graph& g, const cluster& cl, const build_options& bo,
