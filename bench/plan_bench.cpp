@@ -1,4 +1,4 @@
-// Planner benchmark: for each workload of WORKLOADS.md at its listed device count
+// Planner benchmark: for each workload of the zoo at its default device count
 // (8 devices per node), the whole planning time (problem building + Frontier
 // Tracking over every micro-batch count), the problem size and the frontier size,
 // next to the planning times peers report.

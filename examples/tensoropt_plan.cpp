@@ -106,6 +106,13 @@ void print_graph_summary(const to::op_graph& g) {
               (long long)g.batch);
 }
 
+/// --all-points: every point in the table, plot and HTML instead of the 1 % cover.
+void show_points(const to::plan_cli& c, to::frontier_report& rep) {
+  if (!c.all_points) return;
+  rep.display_tolerance = 0;
+  rep.max_shown = std::size_t(-1);
+}
+
 int solve_file(const to::plan_cli& c) {
   const auto p = to::read_problem_json(read_file(c.solve));
   const auto t0 = std::chrono::steady_clock::now();
@@ -125,6 +132,8 @@ int solve_file(const to::plan_cli& c) {
   for (auto& e : entries)
     rep.points.push_back({double(e.time) / to::ps_per_second, double(e.memory), e.micro_batches, e.choice, e.labels,
                           std::to_string(e.choice.size()) + " nodes"});
+  for (auto& n : p.nodes) rep.op_names.push_back(n.name);
+  show_points(c, rep);
   if (c.memory_budget) {
     const auto budget = to::detail::checked_cost(*c.memory_budget * to::gib, "--memory-budget (in bytes)");
     const auto& q = to::fastest_within(r, budget);
@@ -132,7 +141,7 @@ int solve_file(const to::plan_cli& c) {
       if (&r.points[i] == &q) rep.chosen = int(i);
     rep.budget = *c.memory_budget * to::gib;
   }
-  std::fputs(to::format_table(rep, 40).c_str(), stdout);
+  std::fputs(to::format_table(rep).c_str(), stdout);
   if (!c.frontier_json.empty()) write_file(c.frontier_json, to::write_frontier_json(entries), "frontier");
   if (!c.svg.empty()) write_file(c.svg, to::to_svg(rep), "plot");
   if (!c.html.empty()) write_file(c.html, to::to_html(rep), "report");
@@ -237,8 +246,9 @@ int run(int argc, char** argv) {
                   pf.summary(0).c_str());
     }
   }
-  const auto rep = to::make_report(pf, std::string(m.name), chosen, budget);
-  std::fputs(to::format_table(rep, 40).c_str(), stdout);
+  auto rep = to::make_report(pf, std::string(m.name), chosen, budget);
+  show_points(c, rep);
+  std::fputs(to::format_table(rep).c_str(), stdout);
   if (chosen >= 0) {
     const auto& p = rep.points[std::size_t(chosen)];
     std::printf("\nchosen plan #%d (fastest within %s): %s per device, %s per iteration, micro-batches %d\n  %s\n",

@@ -34,6 +34,7 @@ struct plan_cli {
   std::optional<double> time_target;    ///< seconds, with --device-counts
   std::string frontier_json, problem_json, solve, svg, html;
   bool no_baselines = false, quiet = false, help = false;
+  bool all_points = false;  ///< table, plot and HTML show every point, not a 1 % cover
 
   given_flags given;  ///< the flags the command line named
   bool model_given() const { return given.has("model"); }
@@ -71,6 +72,8 @@ struct reflection<plan_cli> {
       field("solve", &c::solve, "read a tensoropt-problem/1 file instead of a model").meta("FILE"),
       field("svg", &c::svg, "plot of the frontier").meta("FILE"),
       field("html", &c::html, "report of the frontier").meta("FILE"),
+      field("all-points", &c::all_points, "show every frontier point in the table, plot and HTML; default: a "
+                                          "cover, every point within 1 % in time of a shown one with no more memory"),
       field("no-baselines", &c::no_baselines, "skip the baselines"),
       field("quiet", &c::quiet, "no progress on stderr"),
       field("help", &c::help, "print this help"));
