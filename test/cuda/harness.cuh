@@ -102,6 +102,7 @@ class darray {
     std::vector<T> h(v.size());
     for (std::size_t i = 0; i < v.size(); ++i) h[i] = tensoropt::cuda::store<T>(v[i]);
     TENSOROPT_CUDA_CHECK(cudaMemcpy(p_, h.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+    TENSOROPT_CUDA_CHECK(cudaDeviceSynchronize());  // kernels run on non-blocking streams
   }
   std::vector<float> get() const {
     TENSOROPT_CUDA_CHECK(cudaDeviceSynchronize());
@@ -114,6 +115,7 @@ class darray {
   /// All bits set: NaN as fp32 and as bf16.
   void poison() {
     if (n_) TENSOROPT_CUDA_CHECK(cudaMemset(p_, 0xff, n_ * sizeof(T)));
+    TENSOROPT_CUDA_CHECK(cudaDeviceSynchronize());
   }
   T* data() { return p_; }
   std::size_t size() const { return n_; }

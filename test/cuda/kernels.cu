@@ -293,6 +293,7 @@ void pooling(context& c) {
     harness::close<T>(is_max ? "max pool forward" : "avg pool forward", dyy.get(), y);
     if (is_max) {
       std::vector<i64> got(arg.size());
+      TENSOROPT_CUDA_CHECK(cudaDeviceSynchronize());
       TENSOROPT_CUDA_CHECK(cudaMemcpy(got.data(), darg, got.size() * sizeof(i64), cudaMemcpyDeviceToHost));
       CHECK_TRUE(got == arg);
     }
@@ -344,6 +345,7 @@ void moe(context& c) {
   std::int64_t* dslot = nullptr;
   TENSOROPT_CUDA_CHECK(cudaMalloc(&dslot, slot.size() * sizeof(i64)));
   TENSOROPT_CUDA_CHECK(cudaMemset(dslot, 0x7f, slot.size() * sizeof(i64)));
+  TENSOROPT_CUDA_CHECK(cudaDeviceSynchronize());
   kc::moe_routes<T>(c.s, mg, dg2.data(), dslot);
   std::vector<i64> got(slot.size());
   TENSOROPT_CUDA_CHECK(cudaDeviceSynchronize());

@@ -63,6 +63,7 @@ void pool_steady_state() {
     }
   };
   step();
+  step();
   s.synchronize();
   const auto growths = pool.growth_count();
   const auto reserved = pool.reserved();
@@ -87,7 +88,9 @@ void pool_out_of_memory() {
   cu::stream s(0);
   cu::memory_pool pool(0);
   try {
-    cu::device_buffer<float> huge(pool, std::size_t(1) << 48, s.get());  // 1 PiB
+    std::size_t free = 0, total = 0;
+    TENSOROPT_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+    cu::device_buffer<char> huge(pool, total + (std::size_t(1) << 30), s.get());  // more than the device has
     CHECK_TRUE(false);
   } catch (const cu::out_of_memory& e) {
     const std::string m = e.what();

@@ -88,7 +88,7 @@ inline std::size_t embedding_backward_workspace(std::int64_t rows, std::int64_t 
                                                        static_cast<int*>(nullptr), static_cast<const int*>(nullptr),
                                                        static_cast<int*>(nullptr), int(rows), 0,
                                                        detail::key_bits(vl)));
-  return 4 * std::size_t(rows) * sizeof(int) + ((temp + 255) / 256) * 256;
+  return 4 * std::size_t(rows) * sizeof(int) + 256 + temp;  // 256: the alignment of CUB's part
 }
 
 /// Embedding backward: dtable[id - vlo] += dy[r] for the rows whose id is in this
@@ -103,8 +103,10 @@ void embedding_backward(cudaStream_t s, const float* ids, const T* dy, T* dtable
   int* rows_of = keys + rows;
   int* keys_sorted = rows_of + rows;
   int* rows_sorted = keys_sorted + rows;
-  void* temp = rows_sorted + rows;
-  std::size_t temp_bytes = workspace_bytes - 4 * std::size_t(rows) * sizeof(int);
+  const std::uintptr_t end = reinterpret_cast<std::uintptr_t>(rows_sorted + rows);
+  void* temp = reinterpret_cast<void*>((end + 255) / 256 * 256);
+  std::size_t temp_bytes =
+      workspace_bytes - (reinterpret_cast<std::uintptr_t>(temp) - reinterpret_cast<std::uintptr_t>(workspace));
   detail::embedding_keys_kernel<><<<cuda::detail::grid_for(rows), cuda::detail::block_size, 0, s>>>(ids, keys, rows_of,
                                                                                                  rows, vlo, vl);
   TENSOROPT_CUDA_CHECK_LAUNCH();

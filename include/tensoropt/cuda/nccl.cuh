@@ -166,6 +166,13 @@ class nccl_communicator_ref {
   void enqueue(const char* what, ncclResult_t r) {
     detail::check_nccl(r, what, __FILE__, __LINE__);
     st_->pending.push_back(what);
+    // A non-blocking communicator may still be enqueueing: no other NCCL call on
+    // it until that settles (inside a group, at the group's end instead).
+    if (r == ncclInProgress) {
+      const ncclResult_t s = detail::settle(st_->comm, std::chrono::steady_clock::now() + st_->deadline);
+      if (s == ncclInProgress) fail("could not be enqueued within the deadline");
+      if (s != ncclSuccess) fail(std::string("failed while being enqueued: ") + ncclGetErrorString(s));
+    }
   }
   [[noreturn]] void fail(const std::string& why) {
     std::string ops;
@@ -212,7 +219,8 @@ class nccl_communicator {
   ~nccl_communicator() {
     if (!st_) return;
     if (ncclComm_t c = st_->comm) {
-      if (ncclCommFinalize(c) == ncclSuccess &&
+      const ncclResult_t f = ncclCommFinalize(c);
+      if ((f == ncclSuccess || f == ncclInProgress) &&
           detail::settle(c, std::chrono::steady_clock::now() + st_->deadline) == ncclSuccess)
         (void)ncclCommDestroy(c);
       else (void)ncclCommAbort(c);
