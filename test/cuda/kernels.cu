@@ -1,18 +1,18 @@
-// Every CUDA kernel against the host reference of its CPU kernel (reference.hpp),
-// in fp32 and bf16 storage, on random inputs with poisoned outputs; plus the
+// Every CUDA kernel that needs no GEMM against the host reference of its CPU kernel
+// (reference.hpp; attention and conv2d are in gemm.cu), in fp32 and bf16 storage,
+// on random inputs with poisoned outputs; plus the
 // promises of exactness: dropout masks and the gather-based backward passes
 // (embedding, pooling) equal the CPU loops bit for bit in fp32, and the
-// deterministic reductions give the same bits on every run.
+// deterministic reductions give the same bits on every run. Needs no cuBLAS.
 // Exits 77 (skipped) without a GPU.
-#include <tensoropt/cuda/kernels_attention.cuh>
-#include <tensoropt/cuda/kernels_conv.cuh>
 #include <tensoropt/cuda/kernels_elementwise.cuh>
 #include <tensoropt/cuda/kernels_embedding.cuh>
 #include <tensoropt/cuda/kernels_loss.cuh>
 #include <tensoropt/cuda/kernels_moe.cuh>
 #include <tensoropt/cuda/kernels_norm.cuh>
 #include <tensoropt/cuda/kernels_optimizer.cuh>
-#include <tensoropt/cuda/memory.cuh>
+#include <tensoropt/cuda/kernels_pool.cuh>
+#include <tensoropt/cuda/stream.cuh>
 #include "harness.cuh"
 #include "reference.hpp"
 
@@ -28,8 +28,6 @@ namespace {
 
 struct context {
   cu::stream s{0};
-  cu::memory_pool pool{0};
-  cu::gemm_engine gemm{pool, s};
 };
 
 template <class T>
@@ -233,48 +231,6 @@ void cross_entropy(context& c) {
 }
 
 template <class T>
-void attention(context& c, bool causal, double p) {
-  constexpr bool bf = harness::is_bf16<T>;
-  ref::attention_shape a{2, 3, 17, 8, 1, 2, 6, 4, 1, causal, rt::dropout_mask::make(99, rt::dropout_stream(2, 11), p)};
-  const vec qkv = random(std::size_t(a.b * a.s * 3 * a.h * a.d), -1, 1, bf, 27),
-            dy = random(std::size_t(a.b * a.s * a.h * a.d), -1, 1, bf, 28);
-  vec y, prob, dqkv;
-  ref::attention_fwd(a, qkv, y, prob, bf);
-  ref::attention_bwd(a, qkv, prob, dy, dqkv, bf);
-  kc::attention_geometry g;
-  g.b = a.b, g.h = a.h, g.s = a.s, g.d = a.d, g.blo = a.blo, g.hlo = a.hlo, g.heads = a.heads, g.batch = a.batch;
-  g.micro = a.micro, g.causal = causal, g.mask = a.mask;
-  darray<T> dq(qkv), dyy(y.size()), dprob(prob.size()), ddy(dy), ddq(qkv.size()), ws(std::size_t(g.workspace()));
-  kc::attention_forward<T>(c.gemm, g, dq.data(), dyy.data(), dprob.data(), ws.data());
-  harness::close<T>("attention probabilities", dprob.get(), prob);
-  harness::close<T>("attention forward", dyy.get(), y);
-  kc::attention_backward<T>(c.gemm, g, dq.data(), dprob.data(), ddy.data(), ddq.data(), ws.data());
-  harness::close<T>("attention backward", ddq.get(), dqkv);
-}
-
-template <class T>
-void convolution(context& c) {
-  constexpr bool bf = harness::is_bf16<T>;
-  const ref::conv_shape d{2, 4, 3, 5, 4, 3, 2, 9, 8, 2, 1, 0};
-  const vec x = random(std::size_t(d.b * d.ci * d.ih * d.iw), -1, 1, bf, 29),
-            w = random(std::size_t(d.co * d.ci * d.kh * d.kw), -1, 1, bf, 30), bias = random(std::size_t(d.co), -1, 1, bf, 31),
-            dy = random(std::size_t(d.b * d.co * d.oh * d.ow), -1, 1, bf, 32), dw0 = random(w.size(), -1, 1, bf, 33),
-            db0 = random(bias.size(), -1, 1, bf, 34);
-  vec y, dx, dw = dw0, db = db0;
-  ref::conv_fwd(d, x, w, &bias, y, bf);
-  ref::conv_bwd(d, x, w, dy, dx, dw, &db, bf);
-  const kc::conv_geometry g{d.b, d.co, d.ci, d.oh, d.ow, d.kh, d.kw, d.ih, d.iw, d.stride, d.pad, d.pad_w};
-  darray<T> dxin(x), dwt(w), dbias(bias), dyy(y.size()), ddy(dy), ddx(vec(x.size(), 0.f)), ddw(dw0), ddb(db0),
-      ws(std::size_t(g.workspace()));
-  kc::conv2d_forward<T>(c.gemm, g, dxin.data(), dwt.data(), dbias.data(), dyy.data(), ws.data());
-  harness::close<T>("conv2d forward", dyy.get(), y);
-  kc::conv2d_backward<T>(c.gemm, g, dxin.data(), dwt.data(), ddy.data(), ddx.data(), ddw.data(), ddb.data(), ws.data());
-  harness::close<T>("conv2d dx", ddx.get(), dx);
-  harness::close<T>("conv2d dw (accumulated)", ddw.get(), dw);
-  harness::close<T>("conv2d dbias (accumulated)", ddb.get(), db);
-}
-
-template <class T>
 void pooling(context& c) {
   constexpr bool bf = harness::is_bf16<T>;
   const ref::pool_shape p{6, 5, 5, 9, 9, 2, 1, 3};
@@ -412,9 +368,6 @@ void all(context& c) {
   harness::run("batch norm " + t, [&] { batch_norm<T>(c); });
   harness::run("embedding " + t, [&] { embedding<T>(c); });
   harness::run("softmax cross-entropy " + t, [&] { cross_entropy<T>(c); });
-  harness::run("attention causal, dropout " + t, [&] { attention<T>(c, true, 0.1); });
-  harness::run("attention full, no dropout " + t, [&] { attention<T>(c, false, 0.0); });
-  harness::run("conv2d " + t, [&] { convolution<T>(c); });
   harness::run("pooling " + t, [&] { pooling<T>(c); });
   harness::run("moe " + t, [&] { moe<T>(c); });
   harness::run("optimizers (gradients " + t + ")", [&] { optimizers<T>(c); });
