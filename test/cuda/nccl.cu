@@ -5,7 +5,9 @@
 // the collective) is aborted at the deadline with an error naming the collective
 // and the group. Exits 77 (skipped) without a GPU.
 #include <tensoropt/cuda/nccl.cuh>
+#include <algorithm>
 #include <chrono>
+#include <span>
 #include <cstddef>
 #include <string>
 #include <thread>
@@ -25,11 +27,31 @@ TENSOROPT_KERNEL void wait_for_flag(const volatile int* flag) {
 
 namespace {
 
+/// A one-rank host communicator with the all_gather of runtime::communicator
+/// (the real one needs the CPU backend's BLAS headers, absent on GPU machines).
+struct one_rank_comm {
+  int rank() const { return 0; }
+  void all_gather(const std::vector<int>& g, std::span<const float> in, std::span<float> out) {
+    for (std::size_t i = 0; i < g.size(); ++i) std::copy(in.begin(), in.end(), out.begin() + std::ptrdiff_t(i * in.size()));
+  }
+};
+
 bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 
 void collectives() {
   cu::stream s(0);
   const auto id = cu::nccl_unique_id::create();
+  one_rank_comm host;
+  CHECK_TRUE(cu::nccl_unique_id::from_floats(id.to_floats()).bytes == id.bytes);
+  CHECK_TRUE(cu::share_unique_id(host, {0}).bytes != cu::nccl_unique_id{}.bytes);  // a fresh id arrived
+  auto joined = cu::nccl_communicator::join(host, {0}, 0, "world");
+  CHECK_TRUE(joined.handle().size() == 1 && joined.handle().name() == "world");
+  try {
+    (void)cu::nccl_communicator::join(host, {1}, 0, "other");
+    CHECK_TRUE(false);
+  } catch (const tensoropt::invalid_argument& e) {
+    CHECK_TRUE(contains(e.what(), "rank 0 is not a member"));
+  }
   cu::nccl_communicator comm(cu::nccl_unique_id::from_bytes(id.bytes), 1, 0, 0, "dp{0}");
   auto r = comm.handle();
   CHECK_TRUE(r.rank() == 0 && r.size() == 1 && r.name() == "dp{0}");

@@ -1,8 +1,9 @@
 // NCCL, wrapped: an owning move-only communicator and a non-owning reference, a
-// group guard, a unique id that travels as plain bytes over any host communicator
-// (the runtime's control plane: local threads or MPI), sub-communicators per mesh
-// group, the collectives the executor's redistributions map to (all-reduce,
-// reduce-scatter, all-gather, grouped send / receive), and deadlines.
+// group guard, a unique id bootstrapped over any host communicator (the runtime's
+// control plane: local threads or MPI; share_unique_id, nccl_communicator::join),
+// sub-communicators per mesh group (split), the collectives the executor's
+// redistributions map to (all-reduce, reduce-scatter, all-gather, grouped send /
+// receive), and deadlines.
 //
 // Deadlines: NCCL collectives never time out by themselves; a rank that skips one
 // leaves the others spinning forever. Communicators here are created non-blocking,
@@ -59,7 +60,44 @@ struct nccl_unique_id {
     std::memcpy(&id, bytes.data(), sizeof id);
     return id;
   }
+  /// The bytes as 64 floats of 16 bits each (exact through any float transport).
+  std::vector<float> to_floats() const {
+    std::vector<float> f(NCCL_UNIQUE_ID_BYTES / 2);
+    for (std::size_t i = 0; i < f.size(); ++i)
+      f[i] = float(std::to_integer<unsigned>(bytes[2 * i]) | std::to_integer<unsigned>(bytes[2 * i + 1]) << 8);
+    return f;
+  }
+  /// From to_floats()' output; throws invalid_argument on a wrong length or value.
+  static nccl_unique_id from_floats(std::span<const float> f) {
+    if (f.size() != NCCL_UNIQUE_ID_BYTES / 2)
+      throw invalid_argument("NCCL unique id: got " + std::to_string(f.size()) + " values, expected " +
+                             std::to_string(NCCL_UNIQUE_ID_BYTES / 2));
+    nccl_unique_id u;
+    for (std::size_t i = 0; i < f.size(); ++i) {
+      if (!(f[i] >= 0.f && f[i] < 65536.f && f[i] == float(unsigned(f[i]))))
+        throw invalid_argument("NCCL unique id: value " + std::to_string(f[i]) + " is not a 16-bit integer");
+      const unsigned v = unsigned(f[i]);
+      u.bytes[2 * i] = std::byte(v & 0xffu);
+      u.bytes[2 * i + 1] = std::byte(v >> 8);
+    }
+    return u;
+  }
 };
+
+/// Rank g[0]'s new unique id, on every rank of the group g, sent over a host
+/// communicator (the runtime's control plane: local threads or MPI). HostComm
+/// needs rank() and all_gather(group, span<const float>, span<float>) (as
+/// runtime::communicator has); the 128 bytes travel as 64 floats of 16 bits each,
+/// exact in any float transport. Collective over g.
+template <class HostComm>
+nccl_unique_id share_unique_id(HostComm& comm, const std::vector<int>& g) {
+  if (g.empty()) throw invalid_argument("NCCL unique id: the group is empty");
+  constexpr std::size_t n = NCCL_UNIQUE_ID_BYTES / 2;
+  std::vector<float> mine(n, 0.f), all(n * g.size());
+  if (comm.rank() == g[0]) mine = nccl_unique_id::create().to_floats();
+  comm.all_gather(g, std::span<const float>(mine), std::span<float>(all));
+  return nccl_unique_id::from_floats(std::span<const float>(all).first(n));
+}
 
 namespace detail {
 template <class T>
@@ -207,6 +245,19 @@ class nccl_communicator {
     ncclComm_t c = nullptr;
     TENSOROPT_NCCL_CHECK(ncclCommInitRankConfig(&c, nranks, id.get(), rank, &config));
     adopt(c, "ncclCommInitRankConfig");
+  }
+  /// The communicator of the ranks of g (this rank among them) on `device`, its
+  /// id bootstrapped over the host communicator (share_unique_id). Collective over g.
+  template <class HostComm>
+  static nccl_communicator join(HostComm& comm, const std::vector<int>& g, int device, std::string name,
+                                std::chrono::milliseconds deadline = std::chrono::seconds(60)) {
+    int me = -1;
+    for (std::size_t i = 0; i < g.size(); ++i)
+      if (g[i] == comm.rank()) me = int(i);
+    if (me < 0)
+      throw invalid_argument("NCCL group " + name + ": rank " + std::to_string(comm.rank()) + " is not a member");
+    const auto id = share_unique_id(comm, g);
+    return nccl_communicator(id, int(g.size()), me, device, std::move(name), deadline);
   }
   nccl_communicator(nccl_communicator&& o) noexcept : st_(std::exchange(o.st_, nullptr)) {}
   nccl_communicator& operator=(nccl_communicator&& o) noexcept {
