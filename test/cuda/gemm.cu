@@ -1,12 +1,13 @@
 // cuBLASLt and the kernels built on it: row-major GEMMs (transposes, strided
 // batches, bias / GELU epilogues, bf16 and fp32 with TF32 off) against a host
 // reference, plan caching, misaligned operands refused, the workspace counted in
-// the pool's reserve; attention and conv2d (forward and backward) against the host
-// references of their CPU kernels (reference.hpp) in fp32 and bf16 with poisoned
-// outputs. Exits 77 (skipped) without a GPU.
+// the pool's reserve; linear, attention and conv2d (forward and backward) against
+// the host references of their CPU kernels (reference.hpp) in fp32 and bf16 with
+// poisoned outputs. Exits 77 (skipped) without a GPU.
 #include <tensoropt/cuda/gemm.cuh>
 #include <tensoropt/cuda/kernels_attention.cuh>
 #include <tensoropt/cuda/kernels_conv.cuh>
+#include <tensoropt/cuda/kernels_linear.cuh>
 #include <tensoropt/cuda/memory.cuh>
 #include <tensoropt/cuda/stream.cuh>
 #include <cmath>
@@ -150,9 +151,36 @@ void convolution(context& c) {
 }
 
 template <class T>
+void linear(context& c, bool wt) {
+  constexpr bool bf = harness::is_bf16<T>;
+  const i64 m = 24, kk = 40, n = 32;
+  const vec x = random(std::size_t(m * kk), -1, 1, bf, 60), w = random(std::size_t(kk * n), -1, 1, bf, 61),
+            bias = random(std::size_t(n), -1, 1, bf, 62), dy = random(std::size_t(m * n), -1, 1, bf, 63),
+            db0 = random(std::size_t(n), -1, 1, bf, 64);
+  vec y, dx, dw, db = db0;
+  ref::linear_fwd(x, w, &bias, y, m, kk, n, wt, bf);
+  ref::linear_bwd(x, w, dy, dx, dw, &db, m, kk, n, wt, bf);
+  const kc::linear_geometry l{m, kk, n, wt};
+  darray<T> dxin(x), dwt(w), dbias(bias), dyy(y.size()), ddy(dy), ddx(dx.size()), ddw(dw.size()), ddb(db0);
+  darray<float> ws(static_cast<std::size_t>(kc::column_sums_workspace(m, n)));
+  kc::linear_forward<T>(c.gemm, l, dxin.data(), dwt.data(), dbias.data(), dyy.data());
+  harness::close<T>("linear forward (bias epilogue)", dyy.get(), y);
+  kc::linear_backward<T>(c.gemm, l, dxin.data(), dwt.data(), ddy.data(), ddx.data(), ddw.data(), ddb.data(), ws.data());
+  harness::close<T>("linear dx", ddx.get(), dx);
+  harness::close<T>("linear dW", ddw.get(), dw);
+  harness::close<T>("linear dbias (accumulated)", ddb.get(), db);
+  const auto first = ddb.get();  // rerun: same bits (no atomics)
+  ddb.upload(db0);
+  kc::column_sums<T>(c.s, ddy.data(), ddb.data(), m, n, ws.data());
+  harness::same_bits("linear dbias is deterministic", ddb.get(), first);
+}
+
+template <class T>
 void all(context& c) {
   const std::string t = harness::type_name<T>();
   harness::run("cuBLASLt GEMM " + t + (harness::is_bf16<T> ? "" : " (TF32 off: k = 256 within 1e-5)"), [&] { gemms<T>(c); });
+  harness::run("linear " + t, [&] { linear<T>(c, false); });
+  harness::run("linear, tied (W stored [n, k]) " + t, [&] { linear<T>(c, true); });
   harness::run("attention causal, dropout " + t, [&] { attention<T>(c, true, 0.1); });
   harness::run("attention full, no dropout " + t, [&] { attention<T>(c, false, 0.0); });
   harness::run("conv2d " + t, [&] { convolution<T>(c); });

@@ -47,6 +47,30 @@ inline void gemm(bool ta, bool tb, i64 m, i64 n, i64 kk, float alpha, const floa
     }
 }
 
+// ---- linear: x[m, k], W[k, n] (or [n, k] when transposed) ----
+inline void linear_fwd(const vec& x, const vec& w, const vec* bias, vec& y, i64 m, i64 kk, i64 n, bool wt, bool bf) {
+  y.assign(std::size_t(m * n), 0.f);
+  gemm(false, wt, m, n, kk, 1.f, x.data(), kk, w.data(), wt ? kk : n, 0.f, y.data(), n, !bias && bf);
+  if (bias)
+    for (i64 i = 0; i < m; ++i)
+      for (i64 j = 0; j < n; ++j) y[std::size_t(i * n + j)] = q(y[std::size_t(i * n + j)] + (*bias)[std::size_t(j)], bf);
+}
+/// dx, dw overwritten; dbias accumulated.
+inline void linear_bwd(const vec& x, const vec& w, const vec& dy, vec& dx, vec& dw, vec* dbias, i64 m, i64 kk, i64 n,
+                       bool wt, bool bf) {
+  dx.assign(std::size_t(m * kk), 0.f);
+  dw.assign(w.size(), 0.f);
+  gemm(false, !wt, m, kk, n, 1.f, dy.data(), n, w.data(), wt ? kk : n, 0.f, dx.data(), kk, bf);
+  if (wt) gemm(true, false, n, kk, m, 1.f, dy.data(), n, x.data(), kk, 0.f, dw.data(), kk, bf);
+  else gemm(true, false, kk, n, m, 1.f, x.data(), kk, dy.data(), n, 0.f, dw.data(), n, bf);
+  if (!dbias) return;
+  for (i64 j = 0; j < n; ++j) {
+    double s = (*dbias)[std::size_t(j)];
+    for (i64 i = 0; i < m; ++i) s += dy[std::size_t(i * n + j)];
+    (*dbias)[std::size_t(j)] = q(float(s), bf);
+  }
+}
+
 /// The global element index of local element i of a box (the CPU's for_each_global).
 inline std::uint64_t global_index(const i64* ext, const i64* lo, const i64* len, int rank, i64 micro, i64 i) {
   i64 idx[8] = {}, total = 1, g = 0;

@@ -162,6 +162,39 @@ TEST_CASE("reference layer norm, attention, embedding and cross-entropy equal th
   }
 }
 
+TEST_CASE("reference linear equals the CPU kernel (MLP layers and GPT's tied head, 1 and 2 devices)") {
+  int n = 0, tied = 0;
+  auto check = [&](const to::op_graph& g, const rt::training_plan& plan) {
+    for (int rank = 0; rank < int(plan.mesh.devices()); ++rank)
+      for (int j : ops_of(g, to::op_kind::linear)) {
+        op_case t(g, plan, j, rank, 100 + std::uint32_t(j));
+        t.forward();
+        t.backward(101);
+        const auto l = k::linear_of(t.c);
+        const bool bias = (t.c.op.attr[3] & 1) && l.bias_here;
+        ref::vec y, dx, dw, db(bias ? t.dpar[1].size() : 0, 0.f);
+        const ref::vec bv = bias ? t.vec_of(t.par[1]) : ref::vec{};
+        ref::linear_fwd(t.vec_of(t.in[0]), t.vec_of(t.par[0]), bias ? &bv : nullptr, y, l.m, l.k, l.n, l.w_transposed,
+                        false);
+        ref::linear_bwd(t.vec_of(t.in[0]), t.vec_of(t.par[0]), t.dy, dx, dw, bias ? &db : nullptr, l.m, l.k, l.n,
+                        l.w_transposed, false);
+        close("linear y", t.vec_of(t.y), y, 1e-5, 1e-5);
+        close("linear dx", t.vec_of(t.din[0]), dx, 1e-5, 1e-5);
+        close("linear dW", t.vec_of(t.dpar[0]), dw, 1e-5, 1e-5);
+        if (bias) close("linear dbias", t.vec_of(t.dpar[1]), db, 1e-5, 1e-5);
+        ++n;
+        tied += l.w_transposed;
+      }
+  };
+  const auto m = to::lower<mlp>();
+  check(m, data_parallel(m, 1));
+  check(m, tensor_parallel(m, 2));
+  const auto g = to::lower<gpt>();
+  check(g, data_parallel(g, 1));
+  CHECK(n >= 9);
+  CHECK(tied >= 1);
+}
+
 TEST_CASE("reference conv2d, pooling and batch norm equal the CPU kernels (CNN, one device)") {
   const auto g = to::lower<cnn>();
   const auto plan = data_parallel(g, 1);
