@@ -29,8 +29,8 @@
 #include <string>
 #include <vector>
 #include "../cost/device.hpp"
-#include "backend.hpp"
 #include "comm.hpp"
+#include "cpu_backend.hpp"
 
 namespace tensoropt::runtime {
 
