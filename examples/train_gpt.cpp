@@ -3,6 +3,9 @@
 // by default; `--comm mpi` under `mpirun -np 4` gives the same losses).
 //
 //   train_gpt [--comm local|mpi] [--steps N] [--budget-mib M] [--data FILE] [--devices N]
+//             [--backend cpu|cuda] [--precision fp32|bf16-mixed]
+//   (--backend cuda needs the program linked with tensoropt::cuda; N local devices
+//   share the GPUs there are, each with its own stream and memory pool)
 //   train_gpt --compare      predicted vs measured step time and peak memory of the
 //                            least-memory, a middle and the fastest frontier point
 #include <tensoropt/models/gpt.hpp>
@@ -64,6 +67,7 @@ int main(int argc, char** argv) {
   int steps = 60;
   double budget_mib = 0;
   bool compare = false;
+  rt::backend_options backend;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -77,12 +81,16 @@ int main(int argc, char** argv) {
       else if (a == "--data") data = value();
       else if (a == "--devices") devices = std::stoi(value());
       else if (a == "--compare") compare = true;
-      else return fail("unknown option '" + a + "'; use --comm local|mpi, --steps N, --budget-mib M, --data FILE, --devices N, --compare");
+      else if (a == "--backend") backend.kind = rt::parse_backend(value());
+      else if (a == "--precision") backend.prec = to::parse_precision(value());
+      else return fail("unknown option '" + a + "'; use --comm local|mpi, --steps N, --budget-mib M, --data FILE, --devices N, --compare, --backend cpu|cuda, --precision fp32|bf16-mixed");
     } catch (const std::exception& e) {
       return fail(e.what());
     }
   }
   if (comm_kind != "local" && comm_kind != "mpi") return fail("--comm must be local or mpi, not '" + comm_kind + "'");
+  if (backend.kind == "cpu" && backend.prec != to::precisions::fp32)
+    return fail("the cpu backend trains in fp32; use --precision fp32 or --backend cuda");
 #ifdef TENSOROPT_EXAMPLE_MPI
   std::unique_ptr<rt::mpi_session> session;
   std::unique_ptr<rt::mpi_comm> mpi;
@@ -123,7 +131,7 @@ int main(int argc, char** argv) {
     to::planner_options po;
     po.baselines = false;
     po.micro_batches = {1, 2};
-    po.build.prec = to::precisions::fp32;  // the CPU runtime trains in fp32 with Adam
+    po.build.prec = backend.prec;  // the CPU runtime trains in fp32 with Adam
     const auto pf = to::plan_frontier(g, cl, po);
     if (pf.points.empty()) return fail("the planner found no plan");
     if (compare) {  // predicted vs measured for three frontier points, local devices
@@ -191,10 +199,10 @@ int main(int argc, char** argv) {
     std::unique_ptr<rt::trainer> tr;
     if (comm_kind == "local") {
       world = std::make_unique<rt::local_world>(devices);
-      tr = std::make_unique<rt::trainer>(g, plan, *world, adam);
+      tr = std::make_unique<rt::trainer>(g, plan, *world, adam, 1234, backend);
     } else {
 #ifdef TENSOROPT_EXAMPLE_MPI
-      tr = std::make_unique<rt::trainer>(g, plan, *mpi, adam);
+      tr = std::make_unique<rt::trainer>(g, plan, *mpi, adam, 1234, backend);
 #endif
     }
     std::mt19937 rng(7);
@@ -212,6 +220,7 @@ int main(int argc, char** argv) {
     }
     std::int64_t peak = 0;
     for (auto& m : tr->memory()) peak = std::max(peak, m.peak);
+    say("backend %s, %s\n", backend.kind.c_str(), std::string(backend.prec.name).c_str());
     say("%.0f tokens/s on average; device 0 spent %.1f %% of the step time in kernels\n", tokens * steps / total,
         100 * tr->device(0).kernel_seconds() / total);
     say("loss %.4f -> %.4f; peak memory of a device %.3f MiB (predicted %.3f MiB)\n", double(first), double(last),

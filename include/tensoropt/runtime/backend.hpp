@@ -20,6 +20,7 @@
 // source of the tensoropt::cuda target is linked. make_backend() names the missing
 // piece when a backend is not in the program.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -76,11 +77,14 @@ enum class buffer_role : std::uint8_t {
 
 /// Which backend to make and how: `kind` "cpu" or "cuda"; `precision` fp32 or
 /// bf16-mixed (the CPU backend runs fp32 only); `device` the GPU ordinal for rank
-/// 0 of this process (-1: rank r of a local world uses GPU r mod the GPU count).
+/// 0 of this process (-1: rank r of a local world uses GPU r mod the GPU count);
+/// `timeout` how long a device data plane waits for a peer (the host
+/// communicators have their own).
 struct backend_options {
   std::string kind = "cpu";
   precision prec = precisions::fp32;
   int device = -1;
+  std::chrono::milliseconds timeout = std::chrono::seconds(30);
 };
 
 /// One device's bytes as a backend sees them: the requested bytes (memory_stats,

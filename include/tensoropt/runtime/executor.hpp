@@ -416,7 +416,7 @@ class executor {
     std::vector<std::unique_ptr<buffer>> grad(graph_.tensors.size());
     {
       const float dl = 1.f / float(plan_.micro_batches);
-      auto seed = std::make_unique<buffer>(be_->upload(std::span(&dl, 1)));
+      auto seed = std::make_unique<buffer>(be_->upload(std::span(&dl, 1), buffer_role::state));  // fp32
       grad[std::size_t(graph_.ops[std::size_t(loss_op_)].output.tensor)] = std::move(seed);
     }
     for (int j = n - 1; j >= 0; --j) {
