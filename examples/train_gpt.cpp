@@ -2,12 +2,13 @@
 // within a memory budget and trains it on the text in examples/data (4 local devices
 // by default; `--comm mpi` under `mpirun -np 4` gives the same losses).
 //
-//   train_gpt [--comm local|mpi] [--steps N] [--budget-mib M] [--data FILE] [--devices N]
+//   train_gpt [--comm local|mpi] [--steps N] [--budget-mib M] [--data FILE] [--devices N] (--help)
 //             [--backend cpu|cuda] [--precision fp32|bf16-mixed]
 //   (--backend cuda needs the program linked with tensoropt::cuda; N local devices
 //   share the GPUs there are, each with its own stream and memory pool)
 //   train_gpt --compare      predicted vs measured step time and peak memory of the
 //                            least-memory, a middle and the fastest frontier point
+#include <tensoropt/core/command_line.hpp>
 #include <tensoropt/models/gpt.hpp>
 #include <tensoropt/plan/planner.hpp>
 #include <tensoropt/runtime.hpp>
@@ -20,6 +21,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -31,6 +33,37 @@ namespace rt = tensoropt::runtime;
 
 using model = to::models::gpt<{.layers = 2, .hidden = 64, .heads = 4, .seq = 32, .vocab = 64, .batch = 8,
                                .dropout = 0.0}>;
+
+/// The command line: one table gives parsing, range checks, --help and the errors.
+struct train_gpt_options {
+  std::string comm = "local";
+  long steps = 60;
+  std::optional<double> budget_mib;
+  std::string data = TENSOROPT_EXAMPLE_DATA "/tiny_corpus.txt";
+  long devices = 4;
+  bool compare = false;
+  std::string backend = "cpu";
+  std::string precision = "fp32";
+  bool help = false;
+};
+template <>
+struct to::reflection<train_gpt_options> {
+  using o = train_gpt_options;
+  static constexpr auto fields = boost::hana::make_tuple(
+      to::field("comm", &o::comm, "local threads, or MPI ranks under mpirun -np N").one_of("local|mpi").meta("KIND"),
+      to::field("steps", &o::steps, "training steps").range(1, 1000000).meta("N"),
+      to::field("budget-mib", &o::budget_mib, "fastest plan within M MiB per device; default: the geometric "
+                                              "mean of the frontier's least and largest memory")
+          .range_open_lo(0, 1e9).meta("M"),
+      to::field("data", &o::data, "training text").meta("FILE"),
+      to::field("devices", &o::devices, "local devices, one thread each").range(1, 1024).meta("N"),
+      to::field("compare", &o::compare, "predicted vs measured step time and peak memory of 5 frontier points"),
+      to::field("backend", &o::backend, "where the devices run: cpu threads, or GPUs (a build with "
+                                        "tensoropt::cuda)").one_of("cpu|cuda").meta("KIND"),
+      to::field("precision", &o::precision, "fp32, or bf16 mixed precision (cuda only)")
+          .one_of("fp32|bf16-mixed").meta("P"),
+      to::field("help", &o::help, "print this help"));
+};
 
 namespace {
 int devices = 4;
@@ -63,32 +96,30 @@ int fail(const std::string& msg) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string comm_kind = "local", data = TENSOROPT_EXAMPLE_DATA "/tiny_corpus.txt";
-  int steps = 60;
-  double budget_mib = 0;
-  bool compare = false;
-  rt::backend_options backend;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw to::invalid_argument(a + " needs a value");
-      return argv[++i];
-    };
-    try {
-      if (a == "--comm") comm_kind = value();
-      else if (a == "--steps") steps = std::stoi(value());
-      else if (a == "--budget-mib") budget_mib = std::stod(value());
-      else if (a == "--data") data = value();
-      else if (a == "--devices") devices = std::stoi(value());
-      else if (a == "--compare") compare = true;
-      else if (a == "--backend") backend.kind = rt::parse_backend(value());
-      else if (a == "--precision") backend.prec = to::parse_precision(value());
-      else return fail("unknown option '" + a + "'; use --comm local|mpi, --steps N, --budget-mib M, --data FILE, --devices N, --compare, --backend cpu|cuda, --precision fp32|bf16-mixed");
-    } catch (const std::exception& e) {
-      return fail(e.what());
-    }
+  train_gpt_options o;
+  try {
+    to::parse_command_line(argc, argv, o);
+  } catch (const to::error& e) {
+    return fail(e.what());
   }
-  if (comm_kind != "local" && comm_kind != "mpi") return fail("--comm must be local or mpi, not '" + comm_kind + "'");
+  if (o.help) {
+    std::fputs(to::command_line_help<train_gpt_options>(
+                   "train_gpt [options]",
+                   "Plans a small GPT on local devices (or MPI ranks), picks the fastest plan within a memory\n"
+                   "budget and trains it on a text file; --compare checks predicted against measured step time\n"
+                   "and peak memory on five frontier points.")
+                   .c_str(),
+               stdout);
+    return 0;
+  }
+  const std::string comm_kind = o.comm, data = o.data;
+  const int steps = int(o.steps);
+  const double budget_mib = o.budget_mib.value_or(0);
+  const bool compare = o.compare;
+  devices = int(o.devices);
+  rt::backend_options backend;
+  backend.kind = o.backend;
+  backend.prec = to::parse_precision(o.precision);
   if (backend.kind == "cpu" && backend.prec != to::precisions::fp32)
     return fail("the cpu backend trains in fp32; use --precision fp32 or --backend cuda");
 #ifdef TENSOROPT_EXAMPLE_MPI
