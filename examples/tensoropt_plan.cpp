@@ -70,7 +70,7 @@ int solve_file(const to::plan_cli& c) {
   for (auto& n : p.nodes) configs += n.configs.size();
   std::printf("problem %s: %zu nodes, %zu configs, %zu edges; solved in %.3f s: %zu points%s\n", c.solve.c_str(),
               p.nodes.size(), configs, p.edges.size(), secs, r.points.size(), r.exact ? " (exact)" : "");
-  const auto entries = to::frontier_entries(p, r, c.micro_batches > 0 ? int(c.micro_batches) : 1);
+  const auto entries = to::frontier_entries(p, r, c.micro_batches ? int(*c.micro_batches) : 1);
   to::frontier_report rep;
   rep.model = c.solve;
   rep.cluster = "problem file";
@@ -78,11 +78,11 @@ int solve_file(const to::plan_cli& c) {
   for (auto& e : entries)
     rep.points.push_back({double(e.time) / to::ps_per_second, double(e.memory), e.micro_batches, e.choice, e.labels,
                           std::to_string(e.choice.size()) + " nodes"});
-  if (c.memory_budget_gib > 0) {
-    const auto& q = to::fastest_within(r, to::cost_t(c.memory_budget_gib * to::gib));
+  if (c.memory_budget) {
+    const auto& q = to::fastest_within(r, to::cost_t(*c.memory_budget * to::gib));
     for (std::size_t i = 0; i < r.points.size(); ++i)
       if (&r.points[i] == &q) rep.chosen = int(i);
-    rep.budget = c.memory_budget_gib * to::gib;
+    rep.budget = *c.memory_budget * to::gib;
   }
   std::fputs(to::format_table(rep, 40).c_str(), stdout);
   if (!c.frontier_json.empty()) write_file(c.frontier_json, to::write_frontier_json(entries), "frontier");
@@ -94,15 +94,15 @@ int solve_file(const to::plan_cli& c) {
 to::cluster make_cluster(const to::plan_cli& c, const to::models::model_info& m, long devices_override = -1) {
   const auto& gpu = to::gpus::find(c.gpu.empty() ? m.gpu : std::string_view(c.gpu));
   if (devices_override > 0) {
-    const long per = std::min<long>(devices_override, c.gpus_per_node > 0 ? c.gpus_per_node : m.gpus_per_node);
+    const long per = std::min<long>(devices_override, c.gpus_per_node ? *c.gpus_per_node : long(m.gpus_per_node));
     if (devices_override % per)
       throw to::invalid_argument("device count " + std::to_string(devices_override) +
                                  " is not a whole number of nodes of " + std::to_string(per) + " devices");
     return to::cluster::nodes(devices_override / per).gpus_per_node(per).gpu(gpu);
   }
-  if (c.nodes > 0) return to::cluster::nodes(c.nodes).gpus_per_node(c.gpus_per_node).gpu(gpu);
-  if (c.devices > 0) return to::cluster::nodes(1).gpus_per_node(c.devices).gpu(gpu);
-  if (!c.model_given) return to::cluster::nodes(1).gpus_per_node(8).gpu(to::gpus::a100_80gb);  // the default job
+  if (c.nodes) return to::cluster::nodes(*c.nodes).gpus_per_node(*c.gpus_per_node).gpu(gpu);
+  if (c.devices) return to::cluster::nodes(1).gpus_per_node(*c.devices).gpu(gpu);
+  if (!c.model_given()) return to::cluster::nodes(1).gpus_per_node(8).gpu(to::gpus::a100_80gb);  // the default job
   const long per = std::min<long>(long(m.gpus), long(m.gpus_per_node));
   return to::cluster::nodes(long(m.gpus) / per).gpus_per_node(per).gpu(gpu);
 }
@@ -112,7 +112,7 @@ to::planner_options make_options(const to::plan_cli& c, const to::cluster& cl) {
   // Plans that do not fit the device are of no use: the search drops them early.
   o.solve.memory_limit = to::cost_t(cl.gpu_spec.capacity.value);
   o.build.prec = to::parse_precision(c.precision);
-  if (c.micro_batches > 0) o.micro_batches = {to::index_t(c.micro_batches)};
+  if (c.micro_batches) o.micro_batches = {to::index_t(*c.micro_batches)};
   o.solve.epsilon = c.epsilon;
   o.baselines = !c.no_baselines;
   if (!c.quiet) o.progress = [](const std::string& s) { std::fprintf(stderr, "  %s\n", s.c_str()); };
@@ -120,15 +120,15 @@ to::planner_options make_options(const to::plan_cli& c, const to::cluster& cl) {
 }
 
 int explore_devices(const to::plan_cli& c, const to::models::model_info& m, const to::op_graph& g) {
-  const double budget = c.memory_budget_gib > 0 ? c.memory_budget_gib * to::gib : 0;
+  const double budget = c.memory_budget ? *c.memory_budget * to::gib : 0;
   std::printf("resource exploration for %.*s (budget %s%s)\n", int(m.name.size()), m.name.data(),
               budget > 0 ? to::format_bytes(budget).c_str() : "device capacity",
-              c.time_target > 0 ? (", time target " + to::format_seconds(c.time_target)).c_str() : "");
+              c.time_target ? (", time target " + to::format_seconds(*c.time_target)).c_str() : "");
   std::vector<to::index_t> counts(c.device_counts.begin(), c.device_counts.end());
   auto o = make_options(c, make_cluster(c, m, counts.front()));
   if (!c.quiet) o.progress = nullptr;
   const auto ex = to::explore_device_counts(
-      g, counts, [&](to::index_t n) { return make_cluster(c, m, long(n)); }, budget, c.time_target, o);
+      g, counts, [&](to::index_t n) { return make_cluster(c, m, long(n)); }, budget, c.time_target.value_or(0), o);
   std::printf("%7s  %-20s %10s %10s %10s %10s %6s\n", "devices", "cluster", "least mem", "fastest", "fit: time",
               "fit: mem", "points");
   for (auto& r : ex.rows) {
@@ -149,14 +149,14 @@ int explore_devices(const to::plan_cli& c, const to::models::model_info& m, cons
 
 int run(int argc, char** argv) {
   const auto c = to::parse_plan_cli(argc, argv);
-  if (c.help) { std::fputs(to::plan_cli_usage.data(), stdout); return 0; }
+  if (c.help) { std::fputs(to::plan_cli_usage().c_str(), stdout); return 0; }
   if (c.list_models) { list_models(); return 0; }
   if (c.list_gpus) { list_gpus(); return 0; }
   if (!c.solve.empty()) return solve_file(c);
 
   const auto& m = to::models::find(c.model);
   to::op_graph g = m.lower();
-  if (c.batch > 0) g = to::with_global_batch(g, c.batch);
+  if (c.batch) g = to::with_global_batch(g, *c.batch);
   print_graph_summary(g);
   std::fflush(stdout);
   if (!c.device_counts.empty()) return explore_devices(c, m, g);
@@ -175,7 +175,7 @@ int run(int argc, char** argv) {
     throw to::infeasible("no plan of " + c.model + " fits " + to::format_bytes(cl.gpu_spec.capacity) +
                          " per device on " + cl.describe() + "; add devices or micro-batches (--batch smaller)");
 
-  const double budget = c.memory_budget_gib > 0 ? c.memory_budget_gib * to::gib : 0;
+  const double budget = c.memory_budget ? *c.memory_budget * to::gib : 0;
   int chosen = -1;
   if (budget > 0) {
     chosen = to::fastest_within_index(pf, budget);

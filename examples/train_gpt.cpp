@@ -2,9 +2,10 @@
 // within a memory budget and trains it on the text in examples/data (4 local devices
 // by default; `--comm mpi` under `mpirun -np 4` gives the same losses).
 //
-//   train_gpt [--comm local|mpi] [--steps N] [--budget-mib M] [--data FILE] [--devices N]
+//   train_gpt [--comm local|mpi] [--steps N] [--budget-mib M] [--data FILE] [--devices N] (--help)
 //   train_gpt --compare      predicted vs measured step time and peak memory of the
 //                            least-memory, a middle and the fastest frontier point
+#include <tensoropt/core/command_line.hpp>
 #include <tensoropt/models/gpt.hpp>
 #include <tensoropt/plan/planner.hpp>
 #include <tensoropt/runtime.hpp>
@@ -17,6 +18,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -28,6 +30,31 @@ namespace rt = tensoropt::runtime;
 
 using model = to::models::gpt<{.layers = 2, .hidden = 64, .heads = 4, .seq = 32, .vocab = 64, .batch = 8,
                                .dropout = 0.0}>;
+
+/// The command line: one table gives parsing, range checks, --help and the errors.
+struct train_gpt_options {
+  std::string comm = "local";
+  long steps = 60;
+  std::optional<double> budget_mib;
+  std::string data = TENSOROPT_EXAMPLE_DATA "/tiny_corpus.txt";
+  long devices = 4;
+  bool compare = false;
+  bool help = false;
+};
+template <>
+struct to::reflection<train_gpt_options> {
+  using o = train_gpt_options;
+  static constexpr auto fields = boost::hana::make_tuple(
+      to::field("comm", &o::comm, "local threads, or MPI ranks under mpirun -np N").one_of("local|mpi").meta("KIND"),
+      to::field("steps", &o::steps, "training steps").range(1, 1000000).meta("N"),
+      to::field("budget-mib", &o::budget_mib, "fastest plan within M MiB per device; default: the geometric "
+                                              "mean of the frontier's least and largest memory")
+          .range_open_lo(0, 1e9).meta("M"),
+      to::field("data", &o::data, "training text").meta("FILE"),
+      to::field("devices", &o::devices, "local devices, one thread each").range(1, 1024).meta("N"),
+      to::field("compare", &o::compare, "predicted vs measured step time and peak memory of 5 frontier points"),
+      to::field("help", &o::help, "print this help"));
+};
 
 namespace {
 int devices = 4;
@@ -60,29 +87,27 @@ int fail(const std::string& msg) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string comm_kind = "local", data = TENSOROPT_EXAMPLE_DATA "/tiny_corpus.txt";
-  int steps = 60;
-  double budget_mib = 0;
-  bool compare = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw to::invalid_argument(a + " needs a value");
-      return argv[++i];
-    };
-    try {
-      if (a == "--comm") comm_kind = value();
-      else if (a == "--steps") steps = std::stoi(value());
-      else if (a == "--budget-mib") budget_mib = std::stod(value());
-      else if (a == "--data") data = value();
-      else if (a == "--devices") devices = std::stoi(value());
-      else if (a == "--compare") compare = true;
-      else return fail("unknown option '" + a + "'; use --comm local|mpi, --steps N, --budget-mib M, --data FILE, --devices N, --compare");
-    } catch (const std::exception& e) {
-      return fail(e.what());
-    }
+  train_gpt_options o;
+  try {
+    to::parse_command_line(argc, argv, o);
+  } catch (const to::error& e) {
+    return fail(e.what());
   }
-  if (comm_kind != "local" && comm_kind != "mpi") return fail("--comm must be local or mpi, not '" + comm_kind + "'");
+  if (o.help) {
+    std::fputs(to::command_line_help<train_gpt_options>(
+                   "train_gpt [options]",
+                   "Plans a small GPT on local devices (or MPI ranks), picks the fastest plan within a memory\n"
+                   "budget and trains it on a text file; --compare checks predicted against measured step time\n"
+                   "and peak memory on five frontier points.")
+                   .c_str(),
+               stdout);
+    return 0;
+  }
+  const std::string comm_kind = o.comm, data = o.data;
+  const int steps = int(o.steps);
+  const double budget_mib = o.budget_mib.value_or(0);
+  const bool compare = o.compare;
+  devices = int(o.devices);
 #ifdef TENSOROPT_EXAMPLE_MPI
   std::unique_ptr<rt::mpi_session> session;
   std::unique_ptr<rt::mpi_comm> mpi;
