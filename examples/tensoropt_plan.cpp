@@ -232,7 +232,12 @@ int run(int argc, char** argv) {
                   pf.summary(0).c_str());
     }
   }
-  const auto rep = to::make_report(pf, std::string(m.name), chosen, budget);
+  auto rep = to::make_report(pf, std::string(m.name), chosen, budget);
+  for (auto& p : rep.points) {  // predicted model FLOPs utilization, so implausible predictions show
+    char mfu[32];
+    std::snprintf(mfu, sizeof mfu, "MFU %.1f %%, ", 100 * to::model_flops_utilization(g, p.time, cl, o.build.prec));
+    p.summary = mfu + p.summary;
+  }
   std::fputs(to::format_table(rep, 40).c_str(), stdout);
   if (chosen >= 0) {
     const auto& p = rep.points[std::size_t(chosen)];
