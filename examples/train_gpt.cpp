@@ -198,6 +198,7 @@ int main(int argc, char** argv) {
       std::printf("%-6s %3s %10s %10s %8s %10s %10s %8s %7s\n", "point", "k", "pred ms", "meas ms", "ratio",
                   "pred MiB", "meas MiB", "mem err", "target");
       std::vector<double> pred_t, meas_t;
+      int missed = 0;
       const std::size_t n = pf.points.size();
       for (std::size_t i : {std::size_t(0), n / 4, n / 2, (3 * n) / 4, n - 1}) {
         const auto& p = pf.points[i];
@@ -223,6 +224,7 @@ int main(int argc, char** argv) {
         std::printf("#%-5zu %3d %10.3f %10.3f %7.2fx %10.3f %10.3f %+7.1f%% %7s\n", i, int(p.micro_batches),
                     1e3 * pred, 1e3 * meas, meas / pred, double(p.memory) / 1048576, double(peak) / 1048576,
                     100 * err, err <= 0.05 && err >= -0.10 ? "met" : "MISSED");
+        missed += !(err <= 0.05 && err >= -0.10);
       }
       int inversions = 0;
       for (std::size_t a = 0; a < pred_t.size(); ++a)
@@ -230,7 +232,8 @@ int main(int argc, char** argv) {
           if ((pred_t[a] < pred_t[b]) != (meas_t[a] < meas_t[b])) ++inversions;
       std::printf("step-time ranking: %d of %zu pairs inverted (predicted vs measured)\n", inversions,
                   pred_t.size() * (pred_t.size() - 1) / 2);
-      return 0;
+      if (missed) std::printf("memory target missed on %d point(s)\n", missed);
+      return missed ? 1 : 0;
     }
     const double lo = double(pf.points.front().memory), hi = double(pf.points.back().memory);
     const double budget = budget_mib > 0 ? budget_mib * 1024 * 1024 : std::sqrt(lo * hi);
