@@ -1,5 +1,4 @@
 // expect: satisfaction of .*ModelOrGraph<Model>.* \[with Model = int\]
-// one error
 // A type that is not a model: one error naming the kind of argument expected.
 #include <tensoropt/plan/fits.hpp>
 namespace to = tensoropt;

@@ -1,5 +1,4 @@
 // expect: satisfaction of .*StrategyType<Strategy>.* \[with Strategy = tensoropt::mesh<4
-// one error
 // The strategy and the mesh swapped: one error naming the kind of argument expected.
 #include <tensoropt/models/gpt.hpp>
 #include <tensoropt/plan/fits.hpp>
