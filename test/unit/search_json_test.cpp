@@ -3,39 +3,17 @@
 #include <random>
 #include <tensoropt/search/frontier_json.hpp>
 #include <tensoropt/search/problem_json.hpp>
+#include "random_problem.hpp"
 
 namespace to = tensoropt;
 using nlohmann::json;
 
 namespace {
 
+// A random DAG (the shared generator) whose names need JSON escapes.
 to::problem random_dag(std::mt19937_64& rng, int nodes, std::int64_t max_time) {
-  auto uni = [&](std::int64_t lo, std::int64_t hi) {
-    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
-  };
-  to::problem p;
-  p.memory_offset = uni(0, 1ll << 40);
-  for (int i = 0; i < nodes; ++i) {
-    std::string name = "layers.";
-    name += std::to_string(i);
-    name += ".op \"q\"";
-    to::problem_node n{name, {}};
-    const int m = int(uni(1, 4));
-    for (int c = 0; c < m; ++c)
-      n.configs.push_back({std::to_string(c) += " | rc", uni(0, max_time), uni(0, 1ll << 45)});
-    p.nodes.push_back(n);
-  }
-  for (int j = 1; j < nodes; ++j)
-    for (int i = 0; i < j; ++i)
-      if (uni(0, 2) == 0) {
-        to::problem_edge e{i, j, {}, {}};
-        const auto k = p.nodes[std::size_t(i)].configs.size() * p.nodes[std::size_t(j)].configs.size();
-        for (std::size_t q = 0; q < k; ++q) {
-          e.time.push_back(uni(0, max_time));
-          e.memory.push_back(uni(0, 1ll << 40));
-        }
-        p.edges.push_back(e);
-      }
+  auto p = rand_problem::random_problem(rng, rand_problem::shape_kind::dag, nodes, 4, true, max_time, 1ll << 45);
+  for (auto& n : p.nodes) n.name += " \"q\\\"";
   return p;
 }
 
