@@ -202,7 +202,7 @@ inline std::string to_html(const frontier_report& r) {
          "<code>--all-points</code> lists them all, and the frontier JSON always holds every one.</p>\n";
   if (!r.notes.empty()) h += "<p>" + xml_escape(r.notes) + "</p>\n";
   h += "<div class=\"top\">" + to_svg(r) + "<div id=\"plan\" class=\"plan\">(the plan panel needs JavaScript)</div></div>\n";
-  h += "<h2>Frontier</h2>\n<p class=\"muted\">Each row after the first says what changes from the row above: the "
+  h += "<h2 id=\"frontier\">Frontier</h2>\n<p class=\"muted\">Each row after the first says what changes from the row above: the "
        "micro-batch count k, the main split, and the ops whose config changes, grouped over repeated layers. "
        "Configs: a dim and its degree (b4 = batch split 4 ways), r = replicated, | rc = recomputed, | zo = optimizer "
        "state sharded. \u201cStands for\u201d: the plans this row covers.</p>\n";
@@ -223,19 +223,20 @@ inline std::string to_html(const frontier_report& r) {
   }
   h += "</table>\n";
   if (!r.baselines.empty()) {
-    h += "<h2>Baselines</h2>\n<table><tr><th class=\"l\">strategy</th><th>memory / device</th>"
+    h += "<h2 id=\"baselines\">Baselines</h2>\n<table><tr><th class=\"l\">strategy</th><th>memory / device</th>"
          "<th>iteration time</th><th class=\"l\">fits the device?</th><th class=\"l\">note</th></tr>\n";
     for (auto& b : r.baselines) {
       const std::string misfit = b.valid ? detail::misfit(r, b.memory) : "";
       h += "<tr><td class=\"l\">" + xml_escape(b.name) + "</td><td>" + (b.valid ? format_bytes(b.memory) : "-") +
            "</td><td>" + (b.valid ? format_seconds(b.time) : "-") + "</td><td class=\"l\">" +
            (!b.valid ? "-" : misfit.empty() ? "yes" : xml_escape(misfit)) + "</td><td class=\"l\">" +
-           xml_escape(b.summary) + "</td></tr>\n";
+           (!misfit.empty() && b.summary.rfind("does not fit", 0) == 0 ? std::string() : xml_escape(b.summary)) +
+           "</td></tr>\n";
     }
     h += "</table>\n";
   }
   if (r.chosen >= 0 && !r.chosen_ops.empty()) {
-    h += "<h2>Chosen plan #" + std::to_string(r.chosen) + ": per op</h2>\n<table><tr><th class=\"l\">op"
+    h += "<h2 id=\"chosen\">Chosen plan #" + std::to_string(r.chosen) + ": per op</h2>\n<table><tr><th class=\"l\">op"
          "</th><th class=\"l\">config</th><th>time</th><th>memory</th><th class=\"l\">collectives</th></tr>\n";
     for (auto& o : r.chosen_ops)
       h += "<tr><td class=\"l\">" + xml_escape(o.op) + "</td><td class=\"l\"><code>" + xml_escape(o.config) +
