@@ -66,6 +66,13 @@ void show_points(const to::plan_cli& c, to::frontier_report& rep) {
   rep.max_shown = std::size_t(-1);
 }
 
+/// The table, and how to see the points a cover leaves out.
+void print_table(const to::frontier_report& rep) {
+  std::fputs(to::format_table(rep).c_str(), stdout);
+  if (to::shown(rep).rows.size() < rep.points.size())
+    std::printf("(--all-points shows every plan; --frontier-json writes every plan)\n");
+}
+
 int solve_file(const to::plan_cli& c) {
   const auto p = to::read_problem_json(read_file(c.solve));
   const auto t0 = std::chrono::steady_clock::now();
@@ -93,7 +100,7 @@ int solve_file(const to::plan_cli& c) {
       if (&r.points[i] == &q) rep.chosen = int(i);
     rep.budget = *c.memory_budget * to::gib;
   }
-  std::fputs(to::format_table(rep).c_str(), stdout);
+  print_table(rep);
   if (!c.frontier_json.empty()) write_file(c.frontier_json, to::write_frontier_json(entries), "frontier");
   if (!c.svg.empty()) write_file(c.svg, to::to_svg(rep), "plot");
   if (!c.html.empty()) write_file(c.html, to::to_html(rep), "report");
@@ -197,7 +204,7 @@ int run(int argc, char** argv) {
   }
   auto rep = to::make_report(pf, std::string(m.name), chosen, budget);
   show_points(c, rep);
-  std::fputs(to::format_table(rep).c_str(), stdout);
+  print_table(rep);
   if (chosen >= 0) {
     const auto& p = rep.points[std::size_t(chosen)];
     std::printf("\nchosen plan #%d (fastest within %s): %s per device, %s per iteration, micro-batches %d\n  %s\n",

@@ -230,7 +230,7 @@ inline std::string format_table(const frontier_report& r, std::size_t max_rows =
   const auto sh = shown(r, max_rows);
   if (sh.rows.size() < r.points.size())
     o += std::to_string(sh.rows.size()) + " of " + std::to_string(r.points.size()) + " plans shown: " +
-         describe_tolerance(sh.tolerance) + " (the JSON output holds all)\n";
+         describe_tolerance(sh.tolerance) + "\n";
   o += "    #  mem/device  iter time     k  first plan, then changes from the row above\n";
   o += "-----  ----------  ---------  ----  --------------------------------------------\n";
   for (std::size_t n = 0; n < sh.rows.size(); ++n) {
