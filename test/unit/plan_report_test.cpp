@@ -65,6 +65,7 @@ TEST_CASE("the shown points are a cover at the display tolerance with the chosen
 TEST_CASE("the table shows the cover, fits 80 columns, marks the choice and says what changes") {
   auto r = sample(12, 0.5);
   r.display_tolerance = 0;
+  r.baselines.push_back({"min time (single objective), k 1024", 2.0, 1400 * gib, true, "ignores memory"});
   const auto t = format_table(r);
   std::istringstream in(t);
   std::string line;
@@ -78,6 +79,8 @@ TEST_CASE("the table shows the cover, fits 80 columns, marks the choice and says
   CHECK(rows == 12);
   CHECK(marked == 1);
   CHECK(t.find("t = 16 does not divide") != std::string::npos);
+  CHECK(t.find("\n  min time (single objective), k 1024\n") != std::string::npos);
+  CHECK(t.find("1.37 TiB     2.00 s  does not fit (> 80 GiB)") != std::string::npos);
   CHECK(t.find("layers.0.mlp.fc1 +rc") != std::string::npos);  // what changes from the row above
   CHECK(t.find("k 1 -> 2") != std::string::npos);
   CHECK(t.find("3.33 s") != std::string::npos);                 // three significant digits

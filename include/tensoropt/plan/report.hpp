@@ -246,15 +246,19 @@ inline std::string format_table(const frontier_report& r, std::size_t max_rows =
   if (!r.baselines.empty()) {
     o += "\nbaselines (same cost model):\n";
     for (auto& b : r.baselines) {
+      // A long name ("min time (single objective), k 1024") gets a line of its own.
+      const bool own_line = b.name.size() > 28;
+      if (own_line) o += "  " + detail::truncate(b.name, 76) + "\n";
+      const std::string name = own_line ? "" : b.name;
       char line[256];
-      const std::string note = b.valid && !detail::misfit(r, b.memory).empty() ? detail::misfit(r, b.memory) : b.summary;
-      if (b.valid)
-        std::snprintf(line, sizeof line, "  %-28s %10s  %9s  %s\n", detail::truncate(b.name, 28).c_str(),
-                      format_bytes(b.memory).c_str(), format_seconds(b.time).c_str(),
-                      detail::truncate(note, 32).c_str());
-      else
-        std::snprintf(line, sizeof line, "  %-28s %s\n", detail::truncate(b.name, 28).c_str(),
-                      detail::truncate(b.summary, 48).c_str());
+      if (b.valid) {
+        const bool fits = detail::misfit(r, b.memory).empty();
+        const std::string note = fits ? b.summary : "does not fit (> " + format_bytes(r.capacity) + ")";
+        std::snprintf(line, sizeof line, "  %-28s %10s  %9s  %s\n", name.c_str(), format_bytes(b.memory).c_str(),
+                      format_seconds(b.time).c_str(), detail::truncate(note, 26).c_str());
+      } else {
+        std::snprintf(line, sizeof line, "  %-28s %s\n", name.c_str(), detail::truncate(b.summary, 48).c_str());
+      }
       o += line;
     }
   }
