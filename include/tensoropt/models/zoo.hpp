@@ -22,6 +22,7 @@
 #include "../model/graph.hpp"
 #include "cnn.hpp"
 #include "gpt.hpp"
+#include "model_spec.hpp"
 
 namespace tensoropt::models {
 
@@ -36,6 +37,7 @@ struct model_info {
   std::string_view gpu;          ///< GPU preset name, e.g. "v100-16gb"
   double parameters = 0;         ///< parameter count (from the lowered graph)
   op_graph (*lower)() = nullptr; ///< lowers the model at its default batch
+  std::string spec;              ///< "gpt:layers=...,..." for GPT and BERT (model_spec.hpp), else empty
 };
 
 namespace detail {
@@ -46,7 +48,9 @@ op_graph lower_model() {
 template <class M>
 model_info entry(std::string_view family, std::string_view description, index_t gpus, index_t per_node,
                  std::string_view gpu) {
-  return model_info{M::name, family, description, M::batch, gpus, per_node, gpu, 0, &lower_model<M>};
+  std::string spec;
+  if constexpr (requires { M::kind; }) spec = to_spec(M::config, M::kind);
+  return model_info{M::name, family, description, M::batch, gpus, per_node, gpu, 0, &lower_model<M>, spec};
 }
 
 template <class = void>

@@ -27,7 +27,8 @@ struct build_options {
   enumerate_options configs{};   ///< which configs each op gets (bounding rules)
   bytes reserve{};               ///< workspace + communication buffers: memory_offset
   bool drop_dominated = true;
-  constexpr cost_options cost() const { return {prec, micro_batches}; }
+  attention_kernel attention = attention_kernel::materialized;  ///< how attention cores run
+  constexpr cost_options cost() const { return {prec, micro_batches, attention}; }
 };
 
 /// The problem and what each of its configs means.

@@ -6,7 +6,10 @@
 // build_problem.hpp), solves it (search/solve.hpp) and keeps the union of the
 // frontiers, each point tagged with its k. Problems whose points all fall off the
 // union are released as soon as that is known, so only the problems behind the
-// final points stay in memory. Baselines (data parallelism, Megatron tensor
+// final points stay in memory. Each k runs in the search mode of plan/search_mode.hpp
+// (exact, or fast: identical layers composed by powering under a stated restriction,
+// checked against weighted-sum optima of the unrestricted problem); a k whose least
+// memory exceeds the memory limit is skipped before any search. Baselines (data parallelism, Megatron tensor
 // parallelism of every legal degree with data parallelism over the rest, and the
 // single-objective optimum: the least time with no memory limit, as OptCNN finds it) are
 // costed on the same model and placed against the frontier.
@@ -27,6 +30,7 @@
 #include "../search/frontier_json.hpp"
 #include "../search/solve.hpp"
 #include "build_problem.hpp"
+#include "search_mode.hpp"
 #include "report.hpp"
 #include "strategy.hpp"
 #include "summary.hpp"
@@ -39,6 +43,8 @@ struct planner_options {
   solve_options solve{};
   bool baselines = true;
   std::size_t threads = 0;            ///< problems solved at once (one per k); 0 = every core
+  search_mode mode = search_mode::automatic;  ///< exact, fast or chosen per problem
+  bool check_restriction = true;      ///< fast mode: compare with weighted-sum optima
   /// Progress lines ("k=4: 312 configs ... solved in 0.21 s"); empty: silent.
   std::function<void(const std::string&)> progress;
 };
@@ -48,8 +54,11 @@ struct plan_part {
   index_t micro_batches = 1;
   std::shared_ptr<const built_problem> built;  ///< null once no final point uses it
   frontier_result frontier;
-  double build_seconds = 0, solve_seconds = 0;
+  double build_seconds = 0, solve_seconds = 0, check_seconds = 0;
   std::size_t configs = 0, edges = 0;
+  search_mode mode = search_mode::exact;  ///< the mode that ran
+  std::string why;                        ///< why that mode (or why the k was skipped)
+  restriction_check check;                ///< fast mode: the check of its restriction
 };
 
 struct planned_frontier {
@@ -62,6 +71,9 @@ struct planned_frontier {
   std::vector<baseline_result> baselines;
   double search_seconds = 0;
   bool exact = true;
+  bool restricted = false;              ///< some k ran in fast mode
+  /// One line per distinct mode decision ("fast mode: ... (k = 1, 2, 4)").
+  std::vector<std::string> mode_notes;
 
   const built_problem& problem_of(std::size_t point) const { return *parts.at(part_of.at(point)).built; }
   /// The op_config of every op under point `point`.
@@ -161,14 +173,13 @@ inline std::vector<baseline_result> plan_baselines(const op_graph& g, const clus
     out.push_back(b);
   };
   add("data parallel", strategy{});
-  for (index_t t = 2; t <= cl.mesh.devices(); t *= 2) {
-    if (cl.mesh.devices() % t) break;
+  for (index_t t = 2; t <= cl.mesh.gpus_per_node; ++t) {
+    if (cl.mesh.gpus_per_node % t) continue;
     strategy s;
     s.k = strategy::kind::megatron;
     s.tensor_parallel = t;
     const index_t dp = cl.mesh.devices() / t;
     add("megatron tp " + std::to_string(t) + (dp > 1 ? " x dp " + std::to_string(dp) : ""), s);
-    if (t > cl.mesh.gpus_per_node) break;
   }
   return out;
 }
@@ -284,17 +295,42 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
         for (auto& n : built->prob.nodes) part.configs += n.configs.size();
         part.edges = built->prob.edges.size();
         auto ts = std::chrono::steady_clock::now();
+        // Skip a k whose least memory (every node and edge at its least) exceeds the limit.
+        double least = double(built->prob.memory_offset);
+        for (auto& nd : built->prob.nodes) {
+          cost_t m = nd.configs.front().memory;
+          for (auto& c : nd.configs) m = std::min(m, c.memory);
+          least += double(m);
+        }
+        for (auto& e : built->prob.edges)
+          if (!e.memory.empty()) least += double(*std::min_element(e.memory.begin(), e.memory.end()));
+        const mode_choice mc = choose_mode(built->prob, built->graph, opt.mode);
+        part.mode = mc.mode;
+        part.why = mc.why;
         // Long searches report how far they are, at most every 2 seconds.
         auto last = std::chrono::steady_clock::now();
-        part.frontier = solve(built->prob, opt.solve, [&](const search_progress& sp) {
+        auto report = [&](const search_progress& sp) {
           if (!opt.progress || detail::seconds_since(last) < 2) return;
           last = std::chrono::steady_clock::now();
           std::lock_guard lock(mu);
           say("  micro-batches " + std::to_string(k) + ": " + std::to_string(sp.eliminated) + "/" +
               std::to_string(sp.total) + " ops eliminated, " + detail::count_str(double(sp.points)) +
               " points in the last factor");
-        });
+        };
+        if (least > double(opt.solve.memory_limit)) {
+          part.why = "skipped: even the least memory of every op exceeds the memory limit";
+          part.frontier.exact = true;
+        } else if (mc.mode == search_mode::fast) {
+          part.frontier = solve_repeated(built->prob, mc.block, opt.solve);
+        } else {
+          part.frontier = solve(built->prob, opt.solve, report);
+        }
         part.solve_seconds = detail::seconds_since(ts);
+        if (part.frontier.restricted && opt.check_restriction) {
+          auto tc = std::chrono::steady_clock::now();
+          part.check = check_restriction(built->prob, part.frontier, opt.solve.memory_limit);
+          part.check_seconds = detail::seconds_since(tc);
+        }
         auto mine = frontier_entries(built->prob, part.frontier, int(k));
         part.built = std::move(built);
         std::lock_guard lock(mu);
@@ -304,7 +340,8 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
             detail::count_str(double(part.configs)) + " configs, " + detail::count_str(double(part.edges)) +
             " edges; built in " + detail::fmt("%.2f", part.build_seconds) + " s, solved in " +
             detail::fmt("%.2f", part.solve_seconds) + " s: " + std::to_string(part.frontier.points.size()) +
-            " points");
+            " points; " + part.why +
+            (part.frontier.restricted && opt.check_restriction ? "; " + part.check.describe() : ""));
         entries[idx] = std::move(mine);
         pf.parts[idx] = std::move(part);
         // Release the problems that no longer contribute to the union so far.
@@ -328,7 +365,20 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
   work();
   for (auto& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);
-  for (auto& part : pf.parts) pf.exact = pf.exact && part.frontier.exact;
+  for (auto& part : pf.parts) {
+    pf.exact = pf.exact && part.frontier.exact;
+    pf.restricted = pf.restricted || part.frontier.restricted;
+    std::string line = part.why;
+    if (part.frontier.restricted && opt.check_restriction) line += "; " + part.check.describe();
+    const std::string k = std::to_string(part.micro_batches);
+    bool found = false;
+    for (auto& n : pf.mode_notes)
+      if (n.rfind(line + " (k = ", 0) == 0) {
+        n.insert(n.size() - 1, ", " + k);
+        found = true;
+      }
+    if (!found) pf.mode_notes.push_back(line + " (k = " + k + ")");
+  }
   pf.points = merge_frontiers(entries);
   for (auto& e : pf.points)
     for (std::size_t p = 0; p < pf.parts.size(); ++p)
@@ -373,6 +423,10 @@ inline frontier_report make_report(const planned_frontier& pf, const std::string
     r.points.push_back(std::move(p));
   }
   if (!pf.exact) r.notes = "approximate frontier (epsilon or width fallback): see the search notes";
+  if (pf.restricted) {
+    r.notes += std::string(r.notes.empty() ? "" : "; ") +
+               "fast mode: one layout at every boundary between identical layers (" + pf.mode_notes.front() + ")";
+  }
   if (chosen >= 0) {
     const auto& b = pf.problem_of(std::size_t(chosen));
     const auto configs = pf.op_configs(std::size_t(chosen));
