@@ -169,3 +169,17 @@ TEST_CASE("the HTML report embeds the plot, the plan data, the per-op table and 
   CHECK(h.find("data-report") != std::string::npos);
   CHECK(h.find("<td class=\"l\">yes</td>") != std::string::npos);  // data parallel fits 80 GiB
 }
+
+TEST_CASE("an empty frontier and a one-point frontier still render") {
+  frontier_report empty;
+  empty.model = "m";
+  CHECK(shown(empty).rows.empty());
+  CHECK(to_svg(empty).find("</svg>") != std::string::npos);
+  CHECK(to_html(empty).find("data-report") != std::string::npos);
+  CHECK(format_table(empty).find("iter time") != std::string::npos);
+  auto one = sample(1, 1.0);
+  one.chosen = 0;
+  CHECK(shown(one).rows == std::vector<std::size_t>{0});
+  CHECK(count(to_svg(one), "<circle class=\"pt\"") == 1);
+  CHECK(count(to_html(one), "<tr data-i=") == 1);
+}
