@@ -300,18 +300,16 @@ int run(int argc, char** argv) {
     }
   }
   auto rep = to::make_report(pf, std::string(m.name), chosen, budget);
-  for (auto& p : rep.points) {  // predicted model FLOPs utilization, so implausible predictions show
-    char mfu[32];
-    std::snprintf(mfu, sizeof mfu, "MFU %.1f %%, ", 100 * to::model_flops_utilization(g, p.time, cl, o.build.prec));
-    p.summary = mfu + p.summary;
-  }
+  for (auto& p : rep.points)  // predicted model FLOPs utilization, so implausible predictions show
+    p.mfu = to::model_flops_utilization(g, p.time, cl, o.build.prec);
   show_points(c, rep);
   print_table(rep);
   if (chosen >= 0) {
     const auto& p = rep.points[std::size_t(chosen)];
-    std::printf("\nchosen plan #%d (fastest within %s): %s per device, %s per iteration, micro-batches %d\n  %s\n",
+    std::printf("\nchosen plan #%d (fastest within %s): %s per device, %s per iteration, micro-batches %d, "
+                "MFU %.1f %%\n  %s\n",
                 chosen, to::format_bytes(budget).c_str(), to::format_bytes(p.memory).c_str(),
-                to::format_seconds(p.time).c_str(), p.micro_batches, p.summary.c_str());
+                to::format_seconds(p.time).c_str(), p.micro_batches, 100 * p.mfu, p.summary.c_str());
   }
   if (!c.frontier_json.empty()) write_file(c.frontier_json, to::write_frontier_json(pf.points), "frontier");
   if (!c.problem_json.empty()) {

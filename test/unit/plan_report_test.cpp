@@ -183,3 +183,18 @@ TEST_CASE("an empty frontier and a one-point frontier still render") {
   CHECK(count(to_svg(one), "<circle class=\"pt\"") == 1);
   CHECK(count(to_html(one), "<tr data-i=") == 1);
 }
+
+TEST_CASE("a predicted MFU gets its own column, still within 80 columns") {
+  auto r = sample(6, 0.5);
+  r.display_tolerance = 0;
+  CHECK(format_table(r).find("MFU") == std::string::npos);  // not known: no column
+  for (auto& p : r.points) p.mfu = 0.05 * p.time;
+  const auto t = format_table(r);
+  CHECK(t.find("  MFU  ") != std::string::npos);
+  CHECK(t.find("50.0%") != std::string::npos);  // point 0: 10 s * 0.05
+  std::istringstream in(t);
+  for (std::string line; std::getline(in, line);) CHECK(line.size() <= 80);
+  const auto h = to_html(r);
+  CHECK(h.find(">MFU</th>") != std::string::npos);
+  CHECK(h.find("<td>50.0 %</td>") != std::string::npos);
+}

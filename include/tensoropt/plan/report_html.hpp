@@ -18,6 +18,7 @@
 // error to the page (`p.js-error`), and the script marks the page `data-report="ok"`
 // when it has drawn the panel. The browser test renders the page headless and checks both.
 #pragma once
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -77,6 +78,7 @@ inline std::string report_data(const frontier_report& r, const shown_points& sh)
     const auto& p = r.points[sh.rows[n]];
     o += std::string(n ? ",\n" : "\n") + "{\"i\":" + std::to_string(sh.rows[n]) + ",\"m\":" + json_string(format_bytes(p.memory)) +
          ",\"t\":" + json_string(format_seconds(p.time)) + ",\"k\":" + std::to_string(p.micro_batches) +
+         ",\"u\":" + json_string(p.mfu > 0 ? fmt("%.1f %%", 100 * p.mfu) : "") +
          ",\"s\":" + json_string(p.summary) + ",\"c\":[";
     for (std::size_t i = 0; i < p.labels.size(); ++i) {
       auto [it, fresh] = label_index.emplace(p.labels[i], labels.size());
@@ -134,7 +136,8 @@ inline constexpr const char* report_script = R"JS(
     highlight(i);
     panel.textContent = '';
     panel.appendChild(el('h3', 'Plan #' + i + (i === D.chosen ? ' (chosen)' : '')));
-    panel.appendChild(el('p', p.m + ' per device, ' + p.t + ' per iteration, ' + p.k + ' micro-batches'));
+    panel.appendChild(el('p', p.m + ' per device, ' + p.t + ' per iteration, ' + p.k + ' micro-batches' +
+                              (p.u ? ', MFU ' + p.u : '')));
     panel.appendChild(el('p', p.s));
     panel.appendChild(el('p', pinned === i ? 'Pinned: click the point again to unpin.'
                                            : 'Hover a point or a row to see its plan; click to pin it.', 'muted'));
@@ -206,14 +209,17 @@ inline std::string to_html(const frontier_report& r) {
        "micro-batch count k, the main split, and the ops whose config changes, grouped over repeated layers. "
        "Configs: a dim and its degree (b4 = batch split 4 ways), r = replicated, | rc = recomputed, | zo = optimizer "
        "state sharded. \u201cStands for\u201d: the plans this row covers.</p>\n";
-  h += "<table><tr><th>#</th><th>memory / device</th><th>iteration time</th><th>samples/s</th><th>k</th>"
-       "<th class=\"l\">plan</th><th class=\"l\">change from the row above</th><th>stands for</th></tr>\n";
+  const bool mfu = std::any_of(r.points.begin(), r.points.end(), [](const plan_point& p) { return p.mfu > 0; });
+  h += std::string("<table><tr><th>#</th><th>memory / device</th><th>iteration time</th><th>samples/s</th>") +
+       (mfu ? "<th title=\"predicted model FLOPs utilization\">MFU</th>" : "") +
+       "<th>k</th><th class=\"l\">plan</th><th class=\"l\">change from the row above</th><th>stands for</th></tr>\n";
   for (std::size_t n = 0; n < sh.rows.size(); ++n) {
     const std::size_t i = sh.rows[n], last = n + 1 < sh.rows.size() ? sh.rows[n + 1] - 1 : r.points.size() - 1;
     const auto& p = r.points[i];
     h += "<tr data-i=\"" + std::to_string(i) + "\"" + (int(i) == r.chosen ? " class=\"chosen\"" : "") + "><td>" +
          std::to_string(i) + "</td><td>" + format_bytes(p.memory) + "</td><td>" + format_seconds(p.time) + "</td><td>" +
-         detail::fmt("%.1f", p.time > 0 ? r.samples / p.time : 0) + "</td><td>" + std::to_string(p.micro_batches) +
+         detail::fmt("%.1f", p.time > 0 ? r.samples / p.time : 0) + "</td><td>" +
+         (mfu ? detail::fmt("%.1f %%", 100 * p.mfu) + "</td><td>" : "") + std::to_string(p.micro_batches) +
          "</td><td class=\"l\">" +
          (n > 0 && r.points[sh.rows[n - 1]].summary == p.summary ? std::string("<span class=\"same\">as above</span>")
                                                                  : xml_escape(p.summary)) +

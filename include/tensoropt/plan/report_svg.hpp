@@ -197,7 +197,8 @@ inline std::string to_svg(const frontier_report& r) {
       s += "<circle class=\"pt\" data-i=\"" + std::to_string(i) + "\" cx=\"" + px(xs(p.memory)) + "\" cy=\"" +
            px(ys(p.time)) + "\" r=\"3.5\" fill=\"#1f77b4\"><title>#" + std::to_string(i) + ": " +
            xml_escape(format_bytes(p.memory) + ", " + format_seconds(p.time) + ", k " + std::to_string(p.micro_batches) +
-                      ", " + p.summary) + "</title></circle>\n";
+                      (p.mfu > 0 ? ", MFU " + detail::fmt("%.1f %%", 100 * p.mfu) : "") + ", " + p.summary) +
+           "</title></circle>\n";
     }
     entry("<circle cx=\"" + px(lx + 6) + "\" cy=\"" + px(ly) + "\" r=\"3.5\" fill=\"#1f77b4\"/>",
           "frontier: " + std::to_string(r.points.size()) + " plans",
