@@ -142,10 +142,11 @@ TEST_CASE("memory ticks fall inside the frontier's range, at least 48 px apart")
   CHECK(std::count_if(ticks.begin(), ticks.end(), [](double t) { return t >= 11 * gib && t <= 17 * gib; }) >= 1);
   for (std::size_t i = 1; i < ticks.size(); ++i) CHECK(xs(ticks[i]) - xs(ticks[i - 1]) >= 48);
   CHECK(ticks.size() >= 3);
+  CHECK(detail::axis_scale::make(34, 58, 440, 40).ticks(1, 34, 58, 28).size() >= 4);  // 35, 40, ..., 55
   const auto lin = detail::axis_scale::make(25, 52, 440, 40);
   CHECK_FALSE(lin.log);
   const auto lt = lin.ticks(1, 25, 52, 28);
-  CHECK(lt.size() >= 3);
+  CHECK(lt.size() >= 4);
   for (double t : lt) CHECK(std::fabs(t / 5 - std::round(t / 5)) < 1e-9);  // round values
 }
 

@@ -80,7 +80,7 @@ struct axis_scale {
         for (auto [m, rank] : mult) c.push_back({d * m, rank});
     } else {
       const double raw = (h - l) / 5, mag = std::pow(10, std::floor(std::log10(raw)));
-      const double step = raw / mag < 2 ? 2 * mag : raw / mag < 5 ? 5 * mag : 10 * mag;
+      const double f = raw / mag, step = (f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10) * mag;
       for (double v = std::ceil(l / step * 5) * step / 5; v <= h; v += step / 5) {
         const double q = v / step;
         c.push_back({v, std::fabs(q - std::round(q)) < 1e-6 ? 0 : std::fabs(2 * q - std::round(2 * q)) < 1e-6 ? 1 : 2});
