@@ -116,7 +116,7 @@ TEST_CASE("the SVG marks the shown points, draws baselines that do not fit hollo
   CHECK(count(s, "<circle class=\"pt\"") == 9);
   CHECK(count(s, "transform=\"rotate(45") == 2 * 2);  // two valid baselines, on the plot and in the legend
   CHECK(count(s, "fill=\"white\" stroke=") == 2);     // the one that does not fit, hollow twice
-  CHECK(s.find("does not fit (&gt; 80 GiB)") != std::string::npos);
+  CHECK(s.find("2.50 s; does not fit (100 GiB &gt; 80 GiB)") != std::string::npos);
   CHECK(s.find("chosen plan #4") != std::string::npos);
   CHECK(s.find("(log scale)") != std::string::npos);  // memory spans 17x: log scale
   CHECK(s.find(">memory budget 4 GiB</text>") != std::string::npos);

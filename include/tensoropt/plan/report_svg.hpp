@@ -246,8 +246,8 @@ inline std::string to_svg(const frontier_report& r) {
            xml_escape(note) + "</text>\n";
     const double cx = lx + 6, cy = ly;
     entry(diamond(cx, cy, ""), b.name,
-          format_seconds(b.time) + ", " + format_bytes(b.memory) +
-              (misfit.empty() ? (b.summary.empty() ? "" : ": " + b.summary) : ": does not fit (> " + format_bytes(r.capacity) + ")"));
+          misfit.empty() ? format_seconds(b.time) + ", " + format_bytes(b.memory) + (b.summary.empty() ? "" : ": " + b.summary)
+                         : format_seconds(b.time) + "; " + misfit);
   }
   s += legend + "</svg>\n";
   return s;
