@@ -114,6 +114,13 @@ void show_points(const to::plan_cli& c, to::frontier_report& rep) {
   rep.max_shown = std::size_t(-1);
 }
 
+/// The table, and how to see the points a cover leaves out.
+void print_table(const to::frontier_report& rep) {
+  std::fputs(to::format_table(rep).c_str(), stdout);
+  if (to::shown(rep).rows.size() < rep.points.size())
+    std::printf("(--all-points shows every plan; --frontier-json writes every plan)\n");
+}
+
 int solve_file(const to::plan_cli& c) {
   const auto p = to::read_problem_json(read_file(c.solve));
   const auto t0 = std::chrono::steady_clock::now();
@@ -142,7 +149,7 @@ int solve_file(const to::plan_cli& c) {
       if (&r.points[i] == &q) rep.chosen = int(i);
     rep.budget = *c.memory_budget * to::gib;
   }
-  std::fputs(to::format_table(rep).c_str(), stdout);
+  print_table(rep);
   if (!c.frontier_json.empty()) write_file(c.frontier_json, to::write_frontier_json(entries), "frontier");
   if (!c.svg.empty()) write_file(c.svg, to::to_svg(rep), "plot");
   if (!c.html.empty()) write_file(c.html, to::to_html(rep), "report");
@@ -293,18 +300,16 @@ int run(int argc, char** argv) {
     }
   }
   auto rep = to::make_report(pf, std::string(m.name), chosen, budget);
-  for (auto& p : rep.points) {  // predicted model FLOPs utilization, so implausible predictions show
-    char mfu[32];
-    std::snprintf(mfu, sizeof mfu, "MFU %.1f %%, ", 100 * to::model_flops_utilization(g, p.time, cl, o.build.prec));
-    p.summary = mfu + p.summary;
-  }
+  for (auto& p : rep.points)  // predicted model FLOPs utilization, so implausible predictions show
+    p.mfu = to::model_flops_utilization(g, p.time, cl, o.build.prec);
   show_points(c, rep);
-  std::fputs(to::format_table(rep).c_str(), stdout);
+  print_table(rep);
   if (chosen >= 0) {
     const auto& p = rep.points[std::size_t(chosen)];
-    std::printf("\nchosen plan #%d (fastest within %s): %s per device, %s per iteration, micro-batches %d\n  %s\n",
+    std::printf("\nchosen plan #%d (fastest within %s): %s per device, %s per iteration, micro-batches %d, "
+                "MFU %.1f %%\n  %s\n",
                 chosen, to::format_bytes(budget).c_str(), to::format_bytes(p.memory).c_str(),
-                to::format_seconds(p.time).c_str(), p.micro_batches, p.summary.c_str());
+                to::format_seconds(p.time).c_str(), p.micro_batches, 100 * p.mfu, p.summary.c_str());
   }
   if (!c.frontier_json.empty()) write_file(c.frontier_json, to::write_frontier_json(pf.points), "frontier");
   if (!c.problem_json.empty()) {
