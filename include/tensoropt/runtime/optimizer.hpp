@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <vector>
-#include "backend.hpp"
+#include "buffer.hpp"
 #include "elementwise.hpp"
 
 namespace tensoropt::runtime {
