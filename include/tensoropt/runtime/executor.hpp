@@ -4,7 +4,9 @@
 // Forward, per op: redistribute each input (and param) from where it lives into the
 // layout the op's config needs, run the local kernel, keep what backward needs (only
 // the inputs under recompute, and not even those that a recomputed producer of the
-// same layer can rebuild: backward re-runs such segments from their first input). Backward mirrors it: the output gradient arrives in
+// same layer can rebuild: backward re-runs such segments from their first input; an
+// input the edge all-gathered is kept as the producer's shard and re-gathered in
+// backward, Megatron's sequence-parallel rule, as the cost model assumes). Backward mirrors it: the output gradient arrives in
 // the op's output layout (replicated over the dims it reduced), the kernel writes
 // partial input and param gradients, which are reduced into the producer's layout.
 // Param gradients accumulate locally over micro-batches and are synchronized once
@@ -27,6 +29,7 @@
 #include <memory>
 #include <string>
 #include <vector>
+#include "../cost/op_cost.hpp"
 #include "backend.hpp"
 #include "data_plane.hpp"
 #include "op_context.hpp"
@@ -165,7 +168,25 @@ class executor {
     op_state state;
     bool rebuilt = false;                // forward re-run during backward (recompute)
     std::shared_ptr<const buffer> out;   // its output, for the recomputed consumers
+    std::vector<bool> shard;             // in[s] is the producer's shard: re-gather before use
   };
+
+  /// Whether op j keeps the producer's shard of input s (a pure all-gather edge) and
+  /// re-gathers it in backward, as the cost model's edge memory assumes.
+  bool keeps_shard(int j, std::size_t s) const {
+    const int t = graph_.ops[std::size_t(j)].inputs[s].tensor;
+    const int p = graph_.tensors[std::size_t(t)].producer;
+    return tensoropt::detail::kept_shard_ratio(graph_, {p, j, t, int(s)}, plan_.configs[std::size_t(p)],
+                                               plan_.configs[std::size_t(j)]) < 1;
+  }
+  void regather(saved_op& S, int j) {
+    for (std::size_t s = 0; s < S.shard.size(); ++s)
+      if (S.shard[s] && S.in[s]) {
+        const int p = graph_.tensors[std::size_t(graph_.ops[std::size_t(j)].inputs[s].tensor)].producer;
+        S.in[s] = fetch(plans_[std::size_t(p)].out, S.in[s], plans_[std::size_t(j)].in[s]);
+        S.shard[s] = false;
+      }
+  }
 
   /// Whether input `s` of op `j` is dropped after forward and rebuilt in backward:
   /// j and its producer are both recomputed and in the same repeat instance (layer),
@@ -185,6 +206,7 @@ class executor {
   std::shared_ptr<const buffer> rebuild(std::vector<saved_op>& saved, int p, int m) {
     auto& S = saved[std::size_t(p)];
     if (S.out) return S.out;
+    regather(S, p);
     const auto& op = graph_.ops[std::size_t(p)];
     for (std::size_t s = 0; s < op.inputs.size(); ++s)
       if (!S.in[s] && segment_input(p, s)) {
@@ -384,9 +406,11 @@ class executor {
         continue;
       }
       auto& S = saved[std::size_t(j)];
+      std::vector<std::shared_ptr<const buffer>> src;
       for (std::size_t s = 0; s < op.inputs.size(); ++s) {
         const int t = op.inputs[s].tensor;
         const int p = graph_.tensors[std::size_t(t)].producer;
+        src.push_back(act[std::size_t(t)]);
         S.in.push_back(fetch(plans_[std::size_t(p)].out, act[std::size_t(t)], P.in[s]));
         if (--left[std::size_t(t)] == 0) act[std::size_t(t)].reset();
       }
@@ -405,6 +429,13 @@ class executor {
       } else
         for (std::size_t s = 0; s < S.in.size(); ++s)
           if (!backward_reads_input(op.kind, s)) S.in[s].reset();
+      S.shard.assign(S.in.size(), false);
+      for (std::size_t s = 0; s < S.in.size(); ++s)
+        if (S.in[s] && keeps_shard(j, s)) {
+          S.in[s] = std::move(src[s]);  // keep the producer's shard; backward re-gathers it
+          S.shard[s] = true;
+        }
+      src.clear();
       if (j == loss_op_) {
         const placement one = replicated(graph_.tensors[std::size_t(op.output.tensor)], int(plan_.mesh.devices()));
         loss = be_->download(redistribute(*dp_, P.out, y, one, *be_))[0];
@@ -436,6 +467,7 @@ class executor {
       const auto& P_op = P;
       auto c = context(j, m);
       auto k = be_->kernel_of(op.kind);
+      regather(S, j);
       if (plan_.configs[std::size_t(j)].recompute && !S.rebuilt) {
         for (std::size_t s = 0; s < op.inputs.size(); ++s)
           if (!S.in[s] && segment_input(j, s)) {
