@@ -92,7 +92,10 @@ class executor {
   /// The whole parameter `name` (collective: every device must call it).
   std::vector<float> gather(const std::string& name) { return gather(param_index(name), -1); }
   /// The whole tensor of parameter `t` (state < 0) or of its optimizer state array.
+  /// Under a backend with master weights (bf16-mixed) the parameter is read from
+  /// its fp32 master copy, so checkpoints and comparisons keep full precision.
   std::vector<float> gather(int t, int state) {
+    if (state < 0 && be_->extra_states()) state = opt_.states();
     const auto& P = params_[std::size_t(t)];
     const placement full = replicated(graph_.tensors[std::size_t(t)], int(plan_.mesh.devices()));
     be_->bind();
@@ -100,8 +103,10 @@ class executor {
                            : redistribute(*dp_, P.opt_place, P.state[std::size_t(state)], full, *be_);
     return be_->download(out);
   }
-  /// Sets parameter `t` (state < 0) or its optimizer state from the whole tensor.
+  /// Sets parameter `t` (state < 0) or its optimizer state from the whole tensor
+  /// (a parameter also sets its master copy, where the backend keeps one).
   void scatter(int t, int state, std::span<const float> whole) {
+    if (state < 0 && be_->extra_states()) scatter(t, opt_.states(), whole);
     auto& P = params_[std::size_t(t)];
     const auto& ti = graph_.tensors[std::size_t(t)];
     const placement& pl = state < 0 ? P.place : P.opt_place;
