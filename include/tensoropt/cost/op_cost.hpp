@@ -103,6 +103,10 @@ struct cost_options {
   precision prec = precisions::bf16_mixed;
   index_t micro_batches = 1;  ///< k: the graph is one micro-batch, run k times
   attention_kernel attention = attention_kernel::materialized;
+  /// Dropout masks are regenerated from a counter-based random stream in backward
+  /// (the CPU runtime) instead of kept: dropout ops keep nothing, a materialized
+  /// attention core keeps its softmax output only (P elements, not 2P + a mask).
+  bool regenerate_dropout = false;
   constexpr bool operator==(const cost_options&) const = default;
 };
 
@@ -148,6 +152,8 @@ struct op_cost {
   bytes param_state{};    ///< weights + grads + optimizer state
   bytes activations{};    ///< saved for backward (one micro-batch)
   bytes recompute_working{};  ///< under recompute in a repeat: its saved buffers / repeat count
+  bytes working_fwd{};  ///< held while its forward runs (not in memory(): see plan/memory_peak.hpp)
+  bytes working_bwd{};  ///< held while its backward runs (idem)
   constexpr seconds time() const { return compute + recompute + collectives + grad_sync + optimizer; }
   constexpr bytes memory() const { return param_state + activations + recompute_working; }
 };
@@ -188,14 +194,41 @@ constexpr double local_points(const op_node& op, const op_config& c) {
 constexpr bool same_instance(const op_node& a, const op_node& b) {
   return a.repeat_id == b.repeat_id && a.repeat_index == b.repeat_index;
 }
+/// Whether the local shard of parameter `m` splits evenly over `n` replicas along
+/// one of its axes (the runtime shards optimizer state along the first such axis
+/// and keeps it whole when none divides, e.g. 3 replicas of a [16, 8] weight).
+constexpr bool shardable(const op_graph& g, const tensor_map& m, const op_config& c, std::int64_t n) {
+  const auto& t = g.tensors[m.tensor];
+  std::uint32_t seen = 0;
+  for (int a = 0; a < t.rank; ++a) {
+    std::int64_t local = t.extents[a];
+    if (m.dim[a] >= 0 && !(seen >> m.dim[a] & 1u)) {
+      local /= c.total_degree(m.dim[a]);
+      seen |= 1u << m.dim[a];
+    }
+    if (local % n == 0) return true;
+  }
+  return false;
+}
+/// Whether op `v` keeps input `slot` for backward (a saved buffer that is the input).
+constexpr bool saves_input(const op_node& v, int slot) {
+  for (auto& b : v.saved)
+    if (b.input == slot) return true;
+  return false;
+}
 /// Bytes of the score tensors a materialized attention core moves (file comment).
 struct score_bytes {
   double fwd = 0, bwd = 0;
   int passes = 0;  ///< memory-bound kernels per direction (softmax, dropout)
 };
-constexpr score_bytes score_traffic(const op_node& op, const op_config& c, const precision& pr) {
-  double P = 1;  // local b * heads * sq * sk
+/// Local score elements of an attention core: b * heads * sq * sk over the splits.
+constexpr double local_scores(const op_node& op, const op_config& c) {
+  double P = 1;
   for (int d = 0; d < 4; ++d) P *= double(op.dims[d].extent) / double(c.total_degree(d));
+  return P;
+}
+constexpr score_bytes score_traffic(const op_node& op, const op_config& c, const precision& pr) {
+  const double P = local_scores(op, c);
   const double e = pr.activation_bytes();
   if (op.attr[1] > 0) return {P * (6 * e + 1), P * (9 * e + 1), 2};
   return {P * 4 * e, P * 7 * e, 1};
@@ -280,19 +313,39 @@ constexpr op_cost cost_op(const op_graph& g, int i, const op_config& c, const cl
       }
     }
     r.collectives = seconds(k * coll);
+    // Working set: forward holds the output and the inputs it does not keep; backward
+    // the output gradient, the input gradients and the parameter gradients.
+    const double out = op.output.tensor >= 0
+                           ? detail::local_elements(g, op, op.output, c) * detail::elem_bytes(g.tensors[op.output.tensor], pr)
+                           : 0.0;
+    double fwd_ws = out, bwd_ws = out;
+    for (std::size_t s = 0; s < op.inputs.size(); ++s) {
+      const auto& t = g.tensors[op.inputs[s].tensor];
+      const double in = detail::local_elements(g, op, op.inputs[s], c) * detail::elem_bytes(t, pr);
+      if (!detail::saves_input(op, int(s))) fwd_ws += in;
+      if (!t.integer) bwd_ws += in;
+    }
+    for (auto& p : op.params) bwd_ws += detail::local_elements(g, op, p, c) * double(pr.grad_bytes);
+    r.working_fwd = bytes(fwd_ws);
+    r.working_bwd = bytes(bwd_ws);
 
     bytes saved{};
     for (auto& s : op.saved) {
       if (s.input >= 0) continue;  // charged on the edge that delivers the input
       if (fused && (s.dims >> 3 & 1u)) continue;  // indexed by the key dim: not kept by a fused kernel
+      if (o.regenerate_dropout && (op.kind == op_kind::dropout || (op.kind == op_kind::attention && (s.dims >> 3 & 1u))))
+        continue;
       double n = s.multiplier;
       for (std::size_t d = 0; d < op.dims.size(); ++d)
         if (s.dims >> d & 1u) n *= double(op.dims[d].extent) / double(c.total_degree(int(d)));
       saved += bytes(n * (s.elem_bytes > 0 ? s.elem_bytes : pr.activation_bytes()));
     }
+    if (op.kind == op_kind::attention && !fused && o.regenerate_dropout)  // the softmax output
+      saved += bytes(detail::local_scores(op, c) * pr.activation_bytes());
     if (fused)  // the softmax statistics: b * heads * sq fp32 values
       saved += bytes(4.0 * double(op.dims[0].extent) / double(c.total_degree(0)) * double(op.dims[1].extent) /
                      double(c.total_degree(1)) * double(op.dims[2].extent));
+    if (c.recompute) r.working_bwd += saved;  // backward rebuilds what forward did not keep
     if (!c.recompute) r.activations = saved;
     else if (facts.repeats > 0) r.recompute_working = bytes((saved.value + detail::saved_input_bytes(g, op, c, pr)) /
                                                             double(facts.repeats));
@@ -303,7 +356,7 @@ constexpr op_cost cost_op(const op_graph& g, int i, const op_config& c, const cl
     const auto t = layout_of(op, p, g.tensors[p.tensor].rank, c, cl.mesh, false);
     const comm_group rg{{t.replicate[0], t.replicate[1]}};
     const double n = detail::local_elements(g, op, p, c);
-    const double shard = c.shard_optimizer ? double(rg.size()) : 1.0;
+    const double shard = c.shard_optimizer && detail::shardable(g, p, c, rg.size()) ? double(rg.size()) : 1.0;
     r.param_state += bytes(n * (pr.weight_bytes + (pr.grad_bytes + pr.optimizer_bytes) / shard));
     const double upd = pr.grad_bytes + 2.0 * (pr.optimizer_bytes + pr.weight_bytes) -
                        (pr.compute == dtype::fp32 ? 0.0 : double(pr.weight_bytes));
@@ -340,12 +393,6 @@ constexpr edge_layouts layouts_of_edge(const op_graph& g, const graph_edge& e, c
 }
 
 namespace detail {
-/// Whether op `v` keeps input `slot` for backward (a saved buffer that is the input).
-constexpr bool saves_input(const op_node& v, int slot) {
-  for (auto& b : v.saved)
-    if (b.input == slot) return true;
-  return false;
-}
 /// Local elements of the producer's shard / the consumer's, when edge `e`'s forward
 /// redistribution is a pure all-gather (no partial source; every destination split
 /// divides the source split, at each level) and the source is smaller; else 1.
@@ -375,6 +422,39 @@ constexpr double kept_shard_ratio(const op_graph& g, const graph_edge& e, const 
       if (!(su >> d & 1u) && cu.degree[L][d] > 1) return 1;  // partial source
   }
   return ratio;
+}
+/// Whether edge `e`'s consumer reads the tensor in the producer's layout (equal
+/// splits on every axis at every level, no partial source).
+constexpr bool same_split(const op_graph& g, const graph_edge& e, const op_config& cu, const op_config& cv) {
+  const op_node& u = g.ops[e.from];
+  const tensor_map& src = u.output;
+  const tensor_map& dst = g.ops[e.to].inputs[e.slot];
+  for (int L = 0; L < max_levels; ++L) {
+    std::uint32_t su = 0, sv = 0;
+    for (int a = 0; a < g.tensors[e.tensor].rank; ++a) {
+      std::int64_t ds = 1, dd = 1;
+      if (src.dim[a] >= 0 && !(su >> src.dim[a] & 1u)) {
+        ds = cu.degree[L][src.dim[a]];
+        su |= 1u << src.dim[a];
+      }
+      if (dst.dim[a] >= 0 && !(sv >> dst.dim[a] & 1u)) {
+        dd = cv.degree[L][dst.dim[a]];
+        sv |= 1u << dst.dim[a];
+      }
+      if (ds != dd) return false;
+    }
+    for (std::size_t d = 0; d < u.dims.size(); ++d)
+      if (!(su >> d & 1u) && cu.degree[L][d] > 1) return false;
+  }
+  return true;
+}
+/// Whether an op before edge `e`'s consumer (in op order) reads the same tensor and
+/// saves it for backward.
+constexpr bool earlier_reader_saves(const op_graph& g, const graph_edge& e) {
+  for (int j = 0; j < e.to; ++j)
+    for (std::size_t s = 0; s < g.ops[j].inputs.size(); ++s)
+      if (g.ops[j].inputs[s].tensor == e.tensor && saves_input(g.ops[j], int(s))) return true;
+  return false;
 }
 /// Whether edge `e`'s consumer is the first op of its repeat instance reading the
 /// tensor (ops of one instance are contiguous in op order); true outside repeats.
@@ -411,7 +491,11 @@ constexpr bytes edge_memory(const op_graph& g, const graph_edge& e, const op_con
   const op_node& v = g.ops[e.to];
   const auto& t = g.tensors[e.tensor];
   const double ratio = detail::kept_shard_ratio(g, e, cu, cv);
+  // the producer's own buffer (same layout, or its shard of a gathered input) is
+  // shared by every reader that keeps it: charged to the first that saves the tensor
+  const bool shared = ratio < 1 || detail::same_split(g, e, cu, cv);
   if (!cv.recompute) {
+    if (shared && detail::earlier_reader_saves(g, e)) return bytes(0);
     double b = 0;
     for (auto& s : v.saved) {
       if (s.input != e.slot) continue;
@@ -422,7 +506,7 @@ constexpr bytes edge_memory(const op_graph& g, const graph_edge& e, const op_con
     }
     return bytes(b * ratio);
   }
-  if (cu.recompute && detail::same_instance(u, v)) return bytes(0);
+  if (cu.recompute && u.repeat_id >= 0 && detail::same_instance(u, v)) return bytes(0);
   if (!detail::first_reader_in_layer(g, e)) return bytes(0);
   return bytes(detail::local_elements(g, v, v.inputs[e.slot], cv) * detail::elem_bytes(t, o.prec) * ratio);
 }

@@ -19,6 +19,7 @@
 // shard_optimizer its optimizer state (and the update) is further split over the
 // replicas along the first axis that divides evenly.
 #pragma once
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -244,6 +245,7 @@ class executor {
       }
     }
     if (loss_op_ < 0) throw invalid_argument("graph '" + graph_.name + "' has no softmax_xent loss to train");
+    ensure_grad_buffers();
     for (std::size_t t = 0; t < graph_.tensors.size(); ++t)
       if (graph_.tensors[t].parameter && params_[t].users.empty())
         throw invalid_argument("parameter '" + graph_.tensors[t].name + "' is used by no op");
@@ -484,6 +486,27 @@ class executor {
     }
   }
 
+  /// Gradient buffers live for the whole run, zeroed after each update (as in
+  /// Megatron's contiguous gradient buffer): the cost model's parameter state counts
+  /// them next to every activation, so the runtime holds them from the first forward.
+  void ensure_grad_buffers() {
+    auto zeroed = [&](std::size_t n) {
+      buffer b = be_.allocate(n);
+      std::fill(b.data(), b.data() + n, 0.f);
+      return b;
+    };
+    for (std::size_t j = 0; j < graph_.ops.size(); ++j)
+      for (std::size_t s = 0; s < graph_.ops[j].params.size(); ++s) {
+        const int t = graph_.ops[j].params[s].tensor;
+        auto& P = params_[std::size_t(t)];
+        const int rank = graph_.tensors[std::size_t(t)].rank;
+        if (!(P.opt_place == P.place)) {
+          if (P.grad.size() == 0) P.grad = zeroed(std::size_t(P.opt_place.box[me()].size(rank)));
+        } else if (pacc_[j][s].size() == 0)
+          pacc_[j][s] = zeroed(std::size_t(plans_[j].dpar[s].box[me()].size(rank)));
+      }
+  }
+
   void sync_and_update() {
     for (std::size_t t = 0; t < params_.size(); ++t) {
       auto& P = params_[t];
@@ -504,7 +527,7 @@ class executor {
         if (acc.size() == 0 && P.users.size() == 1 && g.size()) break;  // moved into g above
         if (acc.size() == 0) acc = be_.allocate(std::size_t(plans_[std::size_t(j)].dpar[std::size_t(s)].box[me()].size(rank)));
         buffer part = redistribute(comm_, plans_[std::size_t(j)].dpar[std::size_t(s)], acc, P.opt_place, be_);
-        acc = {};  // gradients live from the first backward that produces them to the sync
+        acc = {};  // reallocated, zeroed, after the update
         for (std::size_t i = 0; i < g.size(); ++i) g[i] += part[i];
       }
       if (P.opt_place == P.place) {
@@ -515,6 +538,7 @@ class executor {
       optimizer_update(opt_, step_ + 1, w, g, P.state);
       P.value = redistribute(comm_, P.opt_place, w, P.place, be_);  // all-gather of the updated shards
     }
+    ensure_grad_buffers();
   }
 
   void check_batch(const batch& b) const {
