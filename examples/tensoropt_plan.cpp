@@ -1,6 +1,10 @@
 // tensoropt-plan: the planner program. Computes the time-memory frontier of a zoo
-// model on a cluster (or of a problem file), prints it, and writes JSON, SVG and HTML.
+// model or a gpt:/bert: spec on a cluster (or of a problem file), prints it, and
+// writes JSON, SVG and HTML. `--help` lists the flags (plan/cli.hpp).
 #include <tensoropt/tensoropt.hpp>
+#include <tensoropt/core/output_file.hpp>
+#include <tensoropt/cost/device_spec.hpp>
+#include <tensoropt/models/model_spec.hpp>
 #include <tensoropt/models/zoo.hpp>
 #include <tensoropt/plan/cli.hpp>
 #include <tensoropt/plan/explore.hpp>
@@ -8,6 +12,7 @@
 #include <tensoropt/plan/strategy_spec.hpp>
 #include <cstdio>
 #include <fstream>
+#include <utility>
 #include <iostream>
 #include <sstream>
 
@@ -16,16 +21,22 @@ namespace to = tensoropt;
 namespace {
 
 void write_file(const std::string& path, const std::string& text, const char* what) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    if (!f) throw to::invalid_argument(std::string("cannot write the ") + what + " to '" + path + "'");
-    f << text;
-    if (!f.flush()) throw to::invalid_argument(std::string("writing the ") + what + " to '" + path + "' failed");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw to::invalid_argument(std::string("cannot move the ") + what + " into place at '" + path + "'");
+  to::write_output_file(path, text, what);
   std::printf("wrote %s: %s\n", what, path.c_str());
+}
+
+// Every output path is checked before the search starts; with one of them "-" (stdout)
+// the program's own messages go to stderr.
+void prepare_outputs(const to::plan_cli& c) {
+  int to_stdout = 0;
+  for (auto [path, what] : {std::pair{&c.frontier_json, "frontier"}, {&c.problem_json, "problem"},
+                            {&c.svg, "plot"}, {&c.html, "report"}}) {
+    if (path->empty()) continue;
+    to::check_output_path(*path, what);
+    to_stdout += to::detail::is_stdout_path(*path);
+  }
+  if (to_stdout > 1) throw to::invalid_argument("only one output can go to stdout ('-')");
+  if (to_stdout) to::reserve_stdout_for_data();
 }
 
 std::string read_file(const std::string& path) {
@@ -37,18 +48,54 @@ std::string read_file(const std::string& path) {
 }
 
 void list_models() {
-  std::printf("%-16s %-9s %9s %7s %5s  %s\n", "name", "family", "params", "batch", "gpus", "gpu");
+  std::printf("%-16s %-9s %9s %7s %5s  %-10s %s\n", "name", "family", "params", "batch", "gpus", "gpu",
+              "spec (--model accepts it; change any key)");
   for (auto& m : to::models::list())
-    std::printf("%-16.*s %-9.*s %8.2fB %7lld %5lld  %.*s\n", int(m.name.size()), m.name.data(),
+    std::printf("%-16.*s %-9.*s %8.2fB %7lld %5lld  %-10.*s %s\n", int(m.name.size()), m.name.data(),
                 int(m.family.size()), m.family.data(), m.parameters / 1e9, (long long)m.batch, (long long)m.gpus,
-                int(m.gpu.size()), m.gpu.data());
+                int(m.gpu.size()), m.gpu.data(), m.spec.c_str());
+}
+
+/// The device of --gpu (a preset name or a gpu: spec), else the model's preset.
+to::device gpu_of(const to::plan_cli& c, std::string_view model_default) {
+  if (to::is_device_spec(c.gpu)) return to::make_device(to::parse_device_spec(c.gpu), "custom");
+  return to::gpus::find(c.gpu.empty() ? model_default : std::string_view(c.gpu));
+}
+
+/// The model named by --model: a zoo entry, or a gpt:/bert: spec (its defaults:
+/// one node of 8 x A100-80GB, as the default job), and its graph.
+struct chosen_model {
+  to::models::model_info info;
+  to::op_graph graph;
+};
+chosen_model resolve_model(const to::plan_cli& c) {
+  if (!to::models::is_model_spec(c.model)) {
+    const auto& m = to::models::find(c.model);
+    return {m, m.lower()};
+  }
+  const auto spec = to::models::parse_model_spec(c.model);
+  static const std::string name = spec.text();
+  to::models::model_info i;
+  i.name = name;
+  i.family = to::models::name_of(spec.kind);
+  i.description = "a model given as a spec";
+  i.batch = spec.config.batch;
+  i.gpus = 8;
+  i.gpus_per_node = 8;
+  i.gpu = "a100-80gb";
+  i.spec = name;
+  chosen_model out{i, spec.lower()};
+  out.info.parameters = out.graph.parameter_count();
+  return out;
 }
 
 void list_gpus() {
-  std::printf("%-12s %10s %12s %12s\n", "name", "memory", "peak bf16", "HBM");
+  std::printf("%-12s %10s %12s %12s  %s\n", "name", "memory", "peak bf16", "HBM",
+              "spec (--gpu accepts it; change any key)");
   for (auto* d : to::gpus::all)
-    std::printf("%-12.*s %10s %9.0f TF %8.0f GB/s\n", int(d->name.size()), d->name.data(),
-                to::format_bytes(d->capacity).c_str(), d->peak_half.value / 1e12, d->memory_bw.value / 1e9);
+    std::printf("%-12.*s %10s %9.0f TF %8.0f GB/s  %s\n", int(d->name.size()), d->name.data(),
+                to::format_bytes(d->capacity).c_str(), d->peak_half.value / 1e12, d->memory_bw.value / 1e9,
+                d == &to::gpus::cpu ? "(calibrated host defaults)" : to::to_spec(*d).c_str());
 }
 
 void print_graph_summary(const to::op_graph& g) {
@@ -58,6 +105,13 @@ void print_graph_summary(const to::op_graph& g) {
               "per iteration (batch %lld)\n",
               g.name.c_str(), g.ops.size(), params_ops, g.edges().size(), g.parameter_count(), g.fwd_flops(),
               (long long)g.batch);
+}
+
+/// --all-points: every point in the table, plot and HTML instead of the 1 % cover.
+void show_points(const to::plan_cli& c, to::frontier_report& rep) {
+  if (!c.all_points) return;
+  rep.display_tolerance = 0;
+  rep.max_shown = std::size_t(-1);
 }
 
 int solve_file(const to::plan_cli& c) {
@@ -79,13 +133,16 @@ int solve_file(const to::plan_cli& c) {
   for (auto& e : entries)
     rep.points.push_back({double(e.time) / to::ps_per_second, double(e.memory), e.micro_batches, e.choice, e.labels,
                           std::to_string(e.choice.size()) + " nodes"});
+  for (auto& n : p.nodes) rep.op_names.push_back(n.name);
+  show_points(c, rep);
   if (c.memory_budget) {
-    const auto& q = to::fastest_within(r, to::cost_t(*c.memory_budget * to::gib));
+    const auto budget = to::detail::checked_cost(*c.memory_budget * to::gib, "--memory-budget (in bytes)");
+    const auto& q = to::fastest_within(r, budget);
     for (std::size_t i = 0; i < r.points.size(); ++i)
       if (&r.points[i] == &q) rep.chosen = int(i);
     rep.budget = *c.memory_budget * to::gib;
   }
-  std::fputs(to::format_table(rep, 40).c_str(), stdout);
+  std::fputs(to::format_table(rep).c_str(), stdout);
   if (!c.frontier_json.empty()) write_file(c.frontier_json, to::write_frontier_json(entries), "frontier");
   if (!c.svg.empty()) write_file(c.svg, to::to_svg(rep), "plot");
   if (!c.html.empty()) write_file(c.html, to::to_html(rep), "report");
@@ -93,7 +150,7 @@ int solve_file(const to::plan_cli& c) {
 }
 
 to::cluster make_cluster(const to::plan_cli& c, const to::models::model_info& m, long devices_override = -1) {
-  const auto& gpu = to::gpus::find(c.gpu.empty() ? m.gpu : std::string_view(c.gpu));
+  const auto gpu = gpu_of(c, m.gpu);
   if (devices_override > 0) {
     const long per = std::min<long>(devices_override, c.gpus_per_node ? *c.gpus_per_node : long(m.gpus_per_node));
     if (devices_override % per)
@@ -197,10 +254,13 @@ int run(int argc, char** argv) {
   if (c.help) { std::fputs(to::plan_cli_usage().c_str(), stdout); return 0; }
   if (c.list_models) { list_models(); return 0; }
   if (c.list_gpus) { list_gpus(); return 0; }
+  prepare_outputs(c);
   if (!c.solve.empty()) return solve_file(c);
 
-  const auto& m = to::models::find(c.model);
-  to::op_graph g = m.lower();
+  if (!c.gpu.empty()) gpu_of(c, "");  // a bad name or spec is refused before any work
+  const auto model = resolve_model(c);
+  const auto& m = model.info;
+  to::op_graph g = model.graph;
   if (c.batch) g = to::with_global_batch(g, *c.batch);
   print_graph_summary(g);
   std::fflush(stdout);
@@ -218,7 +278,7 @@ int run(int argc, char** argv) {
               pf.parts.size() == 1 ? "" : "s", pf.search_seconds,
               pf.exact ? " (exact)" : " (approximate)");
   if (pf.points.empty())
-    throw to::infeasible("no plan of " + c.model + " fits " + to::format_bytes(cl.gpu_spec.capacity) +
+    throw to::infeasible("no plan of " + std::string(m.name) + " fits " + to::format_bytes(cl.gpu_spec.capacity) +
                          " per device on " + cl.describe() + "; add devices or micro-batches (--batch smaller)");
 
   const double budget = c.memory_budget ? *c.memory_budget * to::gib : 0;
@@ -238,7 +298,8 @@ int run(int argc, char** argv) {
     std::snprintf(mfu, sizeof mfu, "MFU %.1f %%, ", 100 * to::model_flops_utilization(g, p.time, cl, o.build.prec));
     p.summary = mfu + p.summary;
   }
-  std::fputs(to::format_table(rep, 40).c_str(), stdout);
+  show_points(c, rep);
+  std::fputs(to::format_table(rep).c_str(), stdout);
   if (chosen >= 0) {
     const auto& p = rep.points[std::size_t(chosen)];
     std::printf("\nchosen plan #%d (fastest within %s): %s per device, %s per iteration, micro-batches %d\n  %s\n",

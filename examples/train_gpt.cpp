@@ -1,8 +1,13 @@
-// train_gpt: plans a small character-level GPT on 4 devices, picks the fastest plan
-// within a memory budget and trains it on the text in examples/data (4 local devices
-// by default; `--comm mpi` under `mpirun -np 4` gives the same losses).
+// train_gpt: plans a character-level GPT (default: a small one; --model takes the
+// planner's gpt: specs) on 4 devices, picks the fastest plan within a memory budget
+// and trains it on the text in examples/data (4 local devices by default;
+// `--comm mpi` under `mpirun -np 4` gives the same losses).
 //
-//   train_gpt [--comm local|mpi] [--steps N] [--budget-mib M] [--data FILE] [--devices N] (--help)
+//   train_gpt [--model gpt:SPEC] [--comm local|mpi] [--steps N] [--budget-mib M] [--data FILE]
+//             [--devices N] [--backend cpu|cuda] [--precision fp32|bf16-mixed]
+//             (--help lists the flags and their ranges)
+//   (--backend cuda needs the program linked with tensoropt::cuda; N local devices
+//   share the GPUs there are, each with its own stream and memory pool)
 //   train_gpt --compare      predicted vs measured step time and peak memory of the
 //                            least-memory, a middle and the fastest frontier point
 //   train_gpt --strategy SPEC [--micro-batches K]   train a hand-written plan
@@ -10,6 +15,7 @@
 #include <tensoropt/core/command_line.hpp>
 #include <tensoropt/models/gpt.hpp>
 #include <tensoropt/plan/memory_peak.hpp>
+#include <tensoropt/models/model_spec.hpp>
 #include <tensoropt/plan/planner.hpp>
 #include <tensoropt/plan/strategy_spec.hpp>
 #include <tensoropt/runtime.hpp>
@@ -32,11 +38,13 @@
 namespace to = tensoropt;
 namespace rt = tensoropt::runtime;
 
-using model = to::models::gpt<{.layers = 2, .hidden = 64, .heads = 4, .seq = 32, .vocab = 64, .batch = 8,
-                               .dropout = 0.0}>;
+/// The default model: a 2-layer GPT small enough to train in seconds on a CPU.
+constexpr to::models::gpt_config default_model{.layers = 2, .hidden = 64, .heads = 4, .seq = 32, .vocab = 64,
+                                               .batch = 8, .dropout = 0.0};
 
 /// The command line: one table gives parsing, range checks, --help and the errors.
 struct train_gpt_options {
+  std::string model = to::models::to_spec(default_model, to::models::transformer_kind::gpt);
   std::string comm = "local";
   long steps = 60;
   std::optional<double> budget_mib;
@@ -45,12 +53,17 @@ struct train_gpt_options {
   bool compare = false;
   std::string strategy;               ///< a hand-written plan instead of the planner's
   std::optional<long> micro_batches;  ///< fix the gradient-accumulation count
+  std::string backend = "cpu";
+  std::string precision = "fp32";
   bool help = false;
 };
 template <>
 struct to::reflection<train_gpt_options> {
   using o = train_gpt_options;
   static constexpr auto fields = boost::hana::make_tuple(
+      to::field("model", &o::model, "the GPT to train, as the planner's spec (tensoropt-plan --model); "
+                                    "vocab >= 64 for the character tokens")
+          .meta("SPEC"),
       to::field("comm", &o::comm, "local threads, or MPI ranks under mpirun -np N").one_of("local|mpi").meta("KIND"),
       to::field("steps", &o::steps, "training steps").range(1, 1000000).meta("N"),
       to::field("budget-mib", &o::budget_mib, "fastest plan within M MiB per device; default: the geometric "
@@ -65,6 +78,10 @@ struct to::reflection<train_gpt_options> {
       to::field("micro-batches", &o::micro_batches, "gradient-accumulation count (default: the planner's choice, "
                                                     "or 1 with --strategy)")
           .range(1, 1024).meta("K"),
+      to::field("backend", &o::backend, "where the devices run: cpu threads, or GPUs (a build with "
+                                        "tensoropt::cuda)").one_of("cpu|cuda").meta("KIND"),
+      to::field("precision", &o::precision, "fp32, or bf16 mixed precision (cuda only)")
+          .one_of("fp32|bf16-mixed").meta("P"),
       to::field("help", &o::help, "print this help"));
 };
 
@@ -79,8 +96,8 @@ int token_of(char ch) {
   return p == std::string::npos ? 63 : int(p);
 }
 
-rt::batch make_batch(const std::vector<int>& text, std::mt19937& rng) {
-  constexpr int b = int(model::config.batch), s = int(model::config.seq);
+rt::batch make_batch(const std::vector<int>& text, const to::models::gpt_config& model, std::mt19937& rng) {
+  const int b = int(model.batch), s = int(model.seq);
   rt::batch out(2, std::vector<float>(std::size_t(b * s)));
   for (int i = 0; i < b; ++i) {
     const std::size_t at = rng() % (text.size() - std::size_t(s) - 1);
@@ -116,11 +133,29 @@ int main(int argc, char** argv) {
     return 0;
   }
   const std::string comm_kind = o.comm, data = o.data;
+  to::models::gpt_config model;
+  try {
+    const auto spec = to::models::parse_model_spec(o.model);
+    if (spec.kind != to::models::transformer_kind::gpt)
+      return fail("--model: train_gpt trains GPT language models: give a gpt: spec, not " +
+                  std::string(to::models::name_of(spec.kind)) + ":");
+    if (spec.config.vocab < 64)
+      return fail("--model: the character tokens of the training text need vocab >= 64, got vocab=" +
+                  std::to_string(spec.config.vocab));
+    model = spec.config;
+  } catch (const to::error& e) {
+    return fail(std::string("--model: ") + e.what());
+  }
   const int steps = int(o.steps);
   const double budget_mib = o.budget_mib.value_or(0);
   const bool compare = o.compare;
   devices = int(o.devices);
   if (compare && !o.strategy.empty()) return fail("--compare checks frontier points; drop --strategy");
+  rt::backend_options backend;
+  backend.kind = o.backend;
+  backend.prec = to::parse_precision(o.precision);
+  if (backend.kind == "cpu" && backend.prec != to::precisions::fp32)
+    return fail("the cpu backend trains in fp32; use --precision fp32 or --backend cuda");
 #ifdef TENSOROPT_EXAMPLE_MPI
   std::unique_ptr<rt::mpi_session> session;
   std::unique_ptr<rt::mpi_comm> mpi;
@@ -147,11 +182,12 @@ int main(int argc, char** argv) {
     ss << in.rdbuf();
     std::vector<int> text;
     for (char ch : ss.str()) text.push_back(token_of(ch));
-    if (text.size() < 2 * model::config.seq) return fail("the training text '" + data + "' is too short");
+    if (text.size() < 2 * std::size_t(model.seq) + 2) return fail("the training text '" + data + "' is too short");
+    say("model %s\n", to::models::to_spec(model, to::models::transformer_kind::gpt).c_str());
 
     // Plan: the frontier on 4 CPU devices, then the fastest point within the budget.
     // --compare plans on the cpu device calibrated on this machine (cached).
-    const auto g = to::lower<model>();
+    const auto g = to::models::lower_transformer(model, to::models::transformer_kind::gpt);
     auto cl = to::cluster::single_node(devices);
     rt::cpu_calibration cal;
     if (compare) {
@@ -167,8 +203,8 @@ int main(int argc, char** argv) {
                     std::to_string(g.batch));
       po.micro_batches = {to::index_t(*o.micro_batches)};
     }
-    po.build.prec = to::precisions::fp32;  // the CPU runtime trains in fp32 with Adam
-    po.build.regenerate_dropout = true;    // and regenerates dropout masks in backward
+    po.build.prec = backend.prec;          // the CPU runtime trains in fp32 with Adam
+    po.build.regenerate_dropout = true;    // the runtime regenerates dropout masks in backward
     to::planned_frontier pf;
     if (o.strategy.empty()) {
       pf = to::plan_frontier(g, cl, po);
@@ -197,7 +233,7 @@ int main(int argc, char** argv) {
         std::vector<double> dt;
         std::int64_t peak = 0;
         for (int s = 0; s <= steps; ++s) {
-          const auto b = make_batch(text, r);
+          const auto b = make_batch(text, model, r);
           const auto t0 = std::chrono::steady_clock::now();
           t.step(b);
           if (s > 0) dt.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -260,18 +296,18 @@ int main(int argc, char** argv) {
     std::unique_ptr<rt::trainer> tr;
     if (comm_kind == "local") {
       world = std::make_unique<rt::local_world>(devices);
-      tr = std::make_unique<rt::trainer>(g, plan, *world, adam);
+      tr = std::make_unique<rt::trainer>(g, plan, *world, adam, 1234, backend);
     } else {
 #ifdef TENSOROPT_EXAMPLE_MPI
-      tr = std::make_unique<rt::trainer>(g, plan, *mpi, adam);
+      tr = std::make_unique<rt::trainer>(g, plan, *mpi, adam, 1234, backend);
 #endif
     }
     std::mt19937 rng(7);
     float first = 0, last = 0;
     double total = 0;
-    const double tokens = double(model::config.batch * model::config.seq);
+    const double tokens = double(model.batch * model.seq);
     for (int s = 0; s < steps; ++s) {
-      const auto b = make_batch(text, rng);
+      const auto b = make_batch(text, model, rng);
       const auto t0 = std::chrono::steady_clock::now();
       last = tr->step(b);
       const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -281,6 +317,7 @@ int main(int argc, char** argv) {
     }
     std::int64_t peak = 0;
     for (auto& m : tr->memory()) peak = std::max(peak, m.peak);
+    say("backend %s, %s\n", backend.kind.c_str(), std::string(backend.prec.name).c_str());
     say("%.0f tokens/s on average; device 0 spent %.1f %% of the step time in kernels\n", tokens * steps / total,
         100 * tr->device(0).kernel_seconds() / total);
     say("loss %.4f -> %.4f; peak memory of a device %.3f MiB (predicted %.3f MiB)\n", double(first), double(last),

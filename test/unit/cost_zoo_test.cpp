@@ -1,4 +1,4 @@
-// The problem builder on the zoo at WORKLOADS.md's GPU counts (8 per node): every
+// The problem builder on the zoo at each model's default GPU count (8 per node): every
 // op has configs, layout-configs stay bounded, every config is legal, and the
 // Megatron baseline of each GPT is a point of its problem.
 #include <tensoropt/models/zoo.hpp>

@@ -1,4 +1,5 @@
-// Enumeration of the configs of one op (DESIGN.md section 4), their validity, and
+// Enumeration of the configs of one op (split degrees per dim and mesh level, plus the
+// recompute and optimizer-sharding switches), their validity, and
 // their human-readable labels.
 //
 // A layout-config gives each mesh level a degree per splittable dim: a dim's

@@ -1,5 +1,5 @@
 // Time and memory of one op under one config, and of one graph edge under a pair
-// of configs (DESIGN.md section 5). Everything is constexpr.
+// of configs: the cost model the search optimizes. Everything is constexpr.
 //
 // Op time per iteration = k * (forward + backward + recompute's extra forward + the
 // op's own collectives) + gradient synchronization + the optimizer update (both once

@@ -35,6 +35,7 @@ struct plan_cli {
   std::string frontier_json, problem_json, solve, svg, html;
   std::string strategy;                 ///< evaluate this SPEC instead of searching
   bool no_baselines = false, quiet = false, help = false;
+  bool all_points = false;  ///< table, plot and HTML show every point, not a 1 % cover
 
   given_flags given;  ///< the flags the command line named
   bool model_given() const { return given.has("model"); }
@@ -51,7 +52,9 @@ struct reflection<plan_cli> {
       field("devices", &c::devices, "one node of N devices; default: the model's count").range(1, 1 << 20).meta("N"),
       field("nodes", &c::nodes, "nodes, with --gpus-per-node").range(1, 1 << 20).meta("N"),
       field("gpus-per-node", &c::gpus_per_node, "devices per node, with --nodes").range(1, 1 << 16).meta("G"),
-      field("gpu", &c::gpu, "device preset, default: the model's; see --list-gpus").meta("NAME"),
+      field("gpu", &c::gpu, "device preset (--list-gpus) or a spec gpu:memory-gib=..,bf16-tflops=..,"
+                            "fp32-tflops=..,hbm-gbs=..,nvlink-gbs=..,network-gbs=..; default: the model's")
+          .meta("NAME|SPEC"),
       field("list-gpus", &c::list_gpus, "list the device presets"),
       field("precision", &c::precision, "training precision").one_of("fp32|bf16-mixed|bf16").meta("P"),
       field("batch", &c::batch, "global batch; default: the model's").range(1, 1L << 40).meta("B"),
@@ -73,6 +76,8 @@ struct reflection<plan_cli> {
       field("solve", &c::solve, "read a tensoropt-problem/1 file instead of a model").meta("FILE"),
       field("svg", &c::svg, "plot of the frontier").meta("FILE"),
       field("html", &c::html, "report of the frontier").meta("FILE"),
+      field("all-points", &c::all_points, "show every frontier point in the table, plot and HTML; default: a "
+                                          "cover, every point within 1 % in time of a shown one with no more memory"),
       field("no-baselines", &c::no_baselines, "skip the baselines"),
       field("quiet", &c::quiet, "no progress on stderr"),
       field("help", &c::help, "print this help"));
