@@ -102,7 +102,7 @@ constexpr bool same_split(const op_graph& g, const graph_edge& e, const op_confi
 /// Whether an op before edge `e`'s consumer (in op order) reads the same tensor and
 /// saves it for backward.
 constexpr bool earlier_reader_saves(const op_graph& g, const graph_edge& e) {
-  for (int j = 0; j < e.to; ++j)
+  for (int j = e.from + 1; j < e.to; ++j)  // readers come after the producer
     for (std::size_t s = 0; s < g.ops[j].inputs.size(); ++s)
       if (g.ops[j].inputs[s].tensor == e.tensor && saves_input(g.ops[j], int(s))) return true;
   return false;
@@ -141,12 +141,12 @@ constexpr bytes edge_memory(const op_graph& g, const graph_edge& e, const op_con
   const op_node& u = g.ops[e.from];
   const op_node& v = g.ops[e.to];
   const auto& t = g.tensors[e.tensor];
-  const double ratio = detail::kept_shard_ratio(g, e, cu, cv);
-  // the producer's own buffer (same layout, or its shard of a gathered input) is
-  // shared by every reader that keeps it: charged to the first that saves the tensor
-  const bool shared = ratio < 1 || detail::same_split(g, e, cu, cv);
   if (!cv.recompute) {
-    if (shared && detail::earlier_reader_saves(g, e)) return bytes(0);
+    if (!detail::saves_input(v, e.slot)) return bytes(0);
+    const double ratio = detail::kept_shard_ratio(g, e, cu, cv);
+    // the producer's own buffer (same layout, or its shard of a gathered input) is
+    // shared by every reader that keeps it: charged to the first that saves the tensor
+    if ((ratio < 1 || detail::same_split(g, e, cu, cv)) && detail::earlier_reader_saves(g, e)) return bytes(0);
     double b = 0;
     for (auto& s : v.saved) {
       if (s.input != e.slot) continue;
@@ -159,7 +159,8 @@ constexpr bytes edge_memory(const op_graph& g, const graph_edge& e, const op_con
   }
   if (cu.recompute && u.repeat_id >= 0 && detail::same_instance(u, v)) return bytes(0);
   if (!detail::first_reader_in_layer(g, e)) return bytes(0);
-  return bytes(detail::local_elements(g, v, v.inputs[e.slot], cv) * detail::elem_bytes(t, o.prec) * ratio);
+  return bytes(detail::local_elements(g, v, v.inputs[e.slot], cv) * detail::elem_bytes(t, o.prec) *
+               detail::kept_shard_ratio(g, e, cu, cv));
 }
 
 }  // namespace tensoropt
