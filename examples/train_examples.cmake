@@ -21,6 +21,11 @@ if(TARGET tensoropt::runtime)
     if(TENSOROPT_BUILD_TESTS)
       add_test(NAME example.${ex} COMMAND ${ex} --steps 25)
       set_tests_properties(example.${ex} PROPERTIES TIMEOUT 120 LABELS example)
+      if(ex STREQUAL "train_gpt")  # a hand-written plan with a fixed micro-batch count
+        add_test(NAME example.train_gpt_strategy
+                 COMMAND train_gpt --steps 25 --strategy tp=2,sp=1,recompute=full --micro-batches 2)
+        set_tests_properties(example.train_gpt_strategy PROPERTIES TIMEOUT 120 LABELS example)
+      endif()
       if(TARGET MPI::MPI_CXX)
         add_test(NAME example.${ex}_mpi
                  COMMAND ${MPIEXEC_EXECUTABLE} --oversubscribe --allow-run-as-root ${MPIEXEC_NUMPROC_FLAG} 4

@@ -10,10 +10,14 @@
 //   share the GPUs there are, each with its own stream and memory pool)
 //   train_gpt --compare      predicted vs measured step time and peak memory of the
 //                            least-memory, a middle and the fastest frontier point
+//   train_gpt --strategy SPEC [--micro-batches K]   train a hand-written plan
+//                            (dp=..,tp=..,sp=0|1,recompute=none|selective|full,zero=0|1)
 #include <tensoropt/core/command_line.hpp>
 #include <tensoropt/models/gpt.hpp>
+#include <tensoropt/plan/memory_peak.hpp>
 #include <tensoropt/models/model_spec.hpp>
 #include <tensoropt/plan/planner.hpp>
+#include <tensoropt/plan/strategy_spec.hpp>
 #include <tensoropt/runtime.hpp>
 #ifdef TENSOROPT_EXAMPLE_MPI
 #include <tensoropt/runtime/mpi_comm.hpp>
@@ -47,6 +51,8 @@ struct train_gpt_options {
   std::string data = TENSOROPT_EXAMPLE_DATA "/tiny_corpus.txt";
   long devices = 4;
   bool compare = false;
+  std::string strategy;               ///< a hand-written plan instead of the planner's
+  std::optional<long> micro_batches;  ///< fix the gradient-accumulation count
   std::string backend = "cpu";
   std::string precision = "fp32";
   bool help = false;
@@ -66,6 +72,12 @@ struct to::reflection<train_gpt_options> {
       to::field("data", &o::data, "training text").meta("FILE"),
       to::field("devices", &o::devices, "local devices, one thread each").range(1, 1024).meta("N"),
       to::field("compare", &o::compare, "predicted vs measured step time and peak memory of 5 frontier points"),
+      to::field("strategy", &o::strategy, "train this plan instead of the planner's: dp=..,tp=..,sp=0|1,"
+                                          "recompute=none|selective|full,zero=0|1")
+          .meta("SPEC"),
+      to::field("micro-batches", &o::micro_batches, "gradient-accumulation count (default: the planner's choice, "
+                                                    "or 1 with --strategy)")
+          .range(1, 1024).meta("K"),
       to::field("backend", &o::backend, "where the devices run: cpu threads, or GPUs (a build with "
                                         "tensoropt::cuda)").one_of("cpu|cuda").meta("KIND"),
       to::field("precision", &o::precision, "fp32, or bf16 mixed precision (cuda only)")
@@ -138,6 +150,7 @@ int main(int argc, char** argv) {
   const double budget_mib = o.budget_mib.value_or(0);
   const bool compare = o.compare;
   devices = int(o.devices);
+  if (compare && !o.strategy.empty()) return fail("--compare checks frontier points; drop --strategy");
   rt::backend_options backend;
   backend.kind = o.backend;
   backend.prec = to::parse_precision(o.precision);
@@ -184,9 +197,19 @@ int main(int argc, char** argv) {
     to::planner_options po;
     po.baselines = false;
     po.micro_batches = {1, 2};
-    po.build.prec = backend.prec;  // the CPU runtime trains in fp32 with Adam
-    const auto pf = to::plan_frontier(g, cl, po);
-    if (pf.points.empty()) return fail("the planner found no plan");
+    if (o.micro_batches) {
+      if (g.batch % *o.micro_batches != 0)
+        return fail("--micro-batches " + std::to_string(*o.micro_batches) + " does not divide the batch " +
+                    std::to_string(g.batch));
+      po.micro_batches = {to::index_t(*o.micro_batches)};
+    }
+    po.build.prec = backend.prec;          // the CPU runtime trains in fp32 with Adam
+    po.build.regenerate_dropout = true;    // the runtime regenerates dropout masks in backward
+    to::planned_frontier pf;
+    if (o.strategy.empty()) {
+      pf = to::plan_frontier(g, cl, po);
+      if (pf.points.empty()) return fail("the planner found no plan");
+    }
     if (compare) {  // predicted vs measured for three frontier points, local devices
       std::printf("cpu calibration (%s, %s): sgemm %.1f GFLOP/s, triad %.1f GB/s, kernel launch %.2f us, "
                   "local message %.2f us\n",
@@ -220,9 +243,12 @@ int main(int argc, char** argv) {
         const double meas = dt[dt.size() / 2], pred = double(p.time) / 1e12;
         pred_t.push_back(pred);
         meas_t.push_back(meas);
-        const double err = double(peak) / double(p.memory) - 1;
+        auto bo = po.build;
+        bo.micro_batches = p.micro_batches;
+        const double predicted = to::predicted_peak(to::with_batch(g, g.batch / p.micro_batches), pf.op_configs(i), cl, bo).peak();
+        const double err = double(peak) / predicted - 1;
         std::printf("#%-5zu %3d %10.3f %10.3f %7.2fx %10.3f %10.3f %+7.1f%% %7s\n", i, int(p.micro_batches),
-                    1e3 * pred, 1e3 * meas, meas / pred, double(p.memory) / 1048576, double(peak) / 1048576,
+                    1e3 * pred, 1e3 * meas, meas / pred, predicted / 1048576, double(peak) / 1048576,
                     100 * err, err <= 0.05 && err >= -0.10 ? "met" : "MISSED");
         missed += !(err <= 0.05 && err >= -0.10);
       }
@@ -235,18 +261,33 @@ int main(int argc, char** argv) {
       if (missed) std::printf("memory target missed on %d point(s)\n", missed);
       return missed ? 1 : 0;
     }
-    const double lo = double(pf.points.front().memory), hi = double(pf.points.back().memory);
-    const double budget = budget_mib > 0 ? budget_mib * 1024 * 1024 : std::sqrt(lo * hi);
-    const int chosen = to::fastest_within_index(pf, budget);
-    if (chosen < 0)
-      return fail("no plan fits " + std::to_string(budget / 1048576) + " MiB per device; the least memory is " +
-                  std::to_string(lo / 1048576) + " MiB");
-    const auto& pt = pf.points[std::size_t(chosen)];
-    say("frontier: %zu plans on %d devices; budget %.3f MiB per device\n", pf.points.size(), devices,
-        budget / 1048576);
-    say("chosen plan #%d: predicted %.3f ms/step, %.3f MiB per device, %d micro-batch(es)\n%s\n", chosen,
-        double(pt.time) / 1e9, double(pt.memory) / 1048576, pt.micro_batches, pf.summary(std::size_t(chosen)).c_str());
-    rt::training_plan plan{pf.op_configs(std::size_t(chosen)), pt.micro_batches, cl.mesh};
+    rt::training_plan plan;
+    if (!o.strategy.empty()) {
+      auto bo = po.build;
+      bo.micro_batches = po.micro_batches.size() == 1 ? po.micro_batches[0] : 1;
+      const auto ev = to::evaluate_spec(to::parse_strategy_spec(o.strategy), g, cl, bo);
+      plan = {ev.configs, int(bo.micro_batches), cl.mesh};
+      say("strategy %s: predicted %.3f ms/step, %.3f MiB per device, MFU %.1f %%, %d micro-batch(es)\n",
+          o.strategy.c_str(), 1e3 * ev.time, ev.memory / 1048576, 100 * ev.mfu, plan.micro_batches);
+    } else {
+      const double lo = double(pf.points.front().memory), hi = double(pf.points.back().memory);
+      const double budget = budget_mib > 0 ? budget_mib * 1024 * 1024 : std::sqrt(lo * hi);
+      const int chosen = to::fastest_within_index(pf, budget);
+      if (chosen < 0)
+        return fail("no plan fits " + std::to_string(budget / 1048576) + " MiB per device; the least memory is " +
+                    std::to_string(lo / 1048576) + " MiB");
+      const auto& pt = pf.points[std::size_t(chosen)];
+      say("frontier: %zu plans on %d devices; budget %.3f MiB per device\n", pf.points.size(), devices,
+          budget / 1048576);
+      say("chosen plan #%d: predicted %.3f ms/step, %.3f MiB per device, %d micro-batch(es)\n%s\n", chosen,
+          double(pt.time) / 1e9, double(pt.memory) / 1048576, pt.micro_batches,
+          pf.summary(std::size_t(chosen)).c_str());
+      plan = {pf.op_configs(std::size_t(chosen)), pt.micro_batches, cl.mesh};
+    }
+    auto peak_opts = po.build;
+    peak_opts.micro_batches = plan.micro_batches;
+    const double predicted_peak =
+        to::predicted_peak(to::with_batch(g, g.batch / plan.micro_batches), plan.configs, cl, peak_opts).peak();
 
     rt::optimizer_options adam;
     adam.type = rt::optimizer_options::kind::adam;
@@ -280,7 +321,7 @@ int main(int argc, char** argv) {
     say("%.0f tokens/s on average; device 0 spent %.1f %% of the step time in kernels\n", tokens * steps / total,
         100 * tr->device(0).kernel_seconds() / total);
     say("loss %.4f -> %.4f; peak memory of a device %.3f MiB (predicted %.3f MiB)\n", double(first), double(last),
-        double(peak) / 1048576, double(pt.memory) / 1048576);
+        double(peak) / 1048576, predicted_peak / 1048576);
     if (steps >= 20 && !(last < 0.8f * first)) {
       say("train_gpt: the loss did not fall clearly below the starting loss\n");
       return 1;

@@ -23,6 +23,7 @@
 // and the data plane it makes; every kernel, element operation, allocation and
 // transfer goes through them, so the same executor runs on host or device buffers.
 #pragma once
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -277,6 +278,7 @@ class executor {
       }
     }
     if (loss_op_ < 0) throw invalid_argument("graph '" + graph_.name + "' has no softmax_xent loss to train");
+    ensure_grad_buffers();
     for (std::size_t t = 0; t < graph_.tensors.size(); ++t)
       if (graph_.tensors[t].parameter && params_[t].users.empty())
         throw invalid_argument("parameter '" + graph_.tensors[t].name + "' is used by no op");
@@ -521,6 +523,23 @@ class executor {
     }
   }
 
+  /// Gradient buffers live for the whole run, zeroed after each update (as in
+  /// Megatron's contiguous gradient buffer): the cost model's parameter state counts
+  /// them next to every activation, so the runtime holds them from the first forward.
+  void ensure_grad_buffers() {
+    auto zeroed = [&](std::size_t n) { return be_->allocate(n, buffer_role::gradient); };
+    for (std::size_t j = 0; j < graph_.ops.size(); ++j)
+      for (std::size_t s = 0; s < graph_.ops[j].params.size(); ++s) {
+        const int t = graph_.ops[j].params[s].tensor;
+        auto& P = params_[std::size_t(t)];
+        const int rank = graph_.tensors[std::size_t(t)].rank;
+        if (!(P.opt_place == P.place)) {
+          if (P.grad.size() == 0) P.grad = zeroed(std::size_t(P.opt_place.box[me()].size(rank)));
+        } else if (pacc_[j][s].size() == 0)
+          pacc_[j][s] = zeroed(std::size_t(plans_[j].dpar[s].box[me()].size(rank)));
+      }
+  }
+
   void sync_and_update() {
     for (std::size_t t = 0; t < params_.size(); ++t) {
       auto& P = params_[t];
@@ -543,7 +562,7 @@ class executor {
           acc = be_->allocate(std::size_t(plans_[std::size_t(j)].dpar[std::size_t(s)].box[me()].size(rank)),
                               buffer_role::gradient);
         buffer part = redistribute(*dp_, plans_[std::size_t(j)].dpar[std::size_t(s)], acc, P.opt_place, *be_);
-        acc = {};  // gradients live from the first backward that produces them to the sync
+        acc = {};  // reallocated, zeroed, after the update
         be_->accumulate(g, part);
       }
       if (P.opt_place == P.place) {
@@ -554,6 +573,7 @@ class executor {
       be_->optimizer_update(opt_, step_ + 1, w, g, P.state);
       P.value = redistribute(*dp_, P.opt_place, w, P.place, *be_);  // all-gather of the updated shards
     }
+    ensure_grad_buffers();
   }
 
   void check_batch(const batch& b) const {
