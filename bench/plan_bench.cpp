@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
     o.solve.epsilon = epsilon;
     o.baselines = false;
     o.threads = 1;  // the targets are for one core
-    o.solve.memory_limit = to::cost_t(cl.gpu_spec.capacity.value);
+    o.solve.memory_limit = to::to_byte_count(cl.gpu_spec.capacity);
     if (fixed_k) o.micro_batches = {fixed_k};
     const auto g = m.lower();
     const std::clock_t c0 = std::clock();

@@ -1,8 +1,15 @@
-// train_gpt: plans a small character-level GPT on 4 devices, picks the fastest plan
-// within a memory budget and trains it on the text in examples/data (4 local devices
-// by default; `--comm mpi` under `mpirun -np 4` gives the same losses).
+// train_gpt: plans a small character-level GPT (the zoo's "gpt-tiny") on 4 devices,
+// picks the fastest plan within a memory budget and trains it on the text in
+// examples/data (4 local devices by default; `--comm mpi` under `mpirun -np 4` gives
+// the same losses).
 //
 //   train_gpt [--comm local|mpi] [--steps N] [--budget-mib M] [--data FILE] [--devices N]
+//             [--plan FILE] [--save FILE] [--resume FILE]
+//     --plan FILE     run a plan saved by `tensoropt-plan --model gpt-tiny --gpu cpu
+//                     --precision fp32 --devices N --save-plan FILE` instead of planning
+//     --save FILE     write a checkpoint after the steps
+//     --resume FILE   start from a checkpoint: the step count and the batches continue,
+//                     so the losses are those of an uninterrupted run
 //   train_gpt --compare      predicted vs measured step time and peak memory of the
 //                            least-memory, a middle and the fastest frontier point
 #include <tensoropt/models/gpt.hpp>
@@ -17,6 +24,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -25,9 +33,9 @@
 
 namespace to = tensoropt;
 namespace rt = tensoropt::runtime;
+using namespace to::literals;
 
-using model = to::models::gpt<{.layers = 2, .hidden = 64, .heads = 4, .seq = 32, .vocab = 64, .batch = 8,
-                               .dropout = 0.0}>;
+using model = to::models::gpt_tiny;
 
 namespace {
 int devices = 4;
@@ -40,8 +48,12 @@ int token_of(char ch) {
   return p == std::string::npos ? 63 : int(p);
 }
 
-rt::batch make_batch(const std::vector<int>& text, std::mt19937& rng) {
+/// The batch of global step `step`: random windows of the text, drawn from a stream
+/// seeded by the step alone (a resumed run sees the batches of an uninterrupted one).
+rt::batch make_batch(const std::vector<int>& text, std::int64_t step) {
   constexpr int b = int(model::config.batch), s = int(model::config.seq);
+  std::seed_seq seed{7, int(step), int(step >> 31)};
+  std::mt19937 rng(seed);
   rt::batch out(2, std::vector<float>(std::size_t(b * s)));
   for (int i = 0; i < b; ++i) {
     const std::size_t at = rng() % (text.size() - std::size_t(s) - 1);
@@ -64,6 +76,7 @@ int main(int argc, char** argv) {
   int steps = 60;
   double budget_mib = 0;
   bool compare = false;
+  std::string plan_path, save_path, resume_path;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -77,7 +90,11 @@ int main(int argc, char** argv) {
       else if (a == "--data") data = value();
       else if (a == "--devices") devices = std::stoi(value());
       else if (a == "--compare") compare = true;
-      else return fail("unknown option '" + a + "'; use --comm local|mpi, --steps N, --budget-mib M, --data FILE, --devices N, --compare");
+      else if (a == "--plan") plan_path = value();
+      else if (a == "--save") save_path = value();
+      else if (a == "--resume") resume_path = value();
+      else return fail("unknown option '" + a + "'; use --comm local|mpi, --steps N, --budget-mib M, --data FILE, "
+                       "--devices N, --plan FILE, --save FILE, --resume FILE, --compare");
     } catch (const std::exception& e) {
       return fail(e.what());
     }
@@ -124,9 +141,9 @@ int main(int argc, char** argv) {
     po.baselines = false;
     po.micro_batches = {1, 2};
     po.build.prec = to::precisions::fp32;  // the CPU runtime trains in fp32 with Adam
-    const auto pf = to::plan_frontier(g, cl, po);
-    if (pf.points.empty()) return fail("the planner found no plan");
-    if (compare) {  // predicted vs measured for three frontier points, local devices
+    if (compare) {  // predicted vs measured for five frontier points, local devices
+      const auto pf = to::plan_frontier(g, cl, po);
+      if (pf.empty()) return fail("the planner found no plan");
       std::printf("cpu calibration (%s, %s): sgemm %.1f GFLOP/s, triad %.1f GB/s, kernel launch %.2f us, "
                   "local message %.2f us\n",
                   cal.from_cache ? "cached" : "measured", cal.cpu_model.c_str(), cal.gemm_flops / 1e9,
@@ -137,30 +154,29 @@ int main(int argc, char** argv) {
       std::printf("%-6s %3s %10s %10s %8s %10s %10s %8s %7s\n", "point", "k", "pred ms", "meas ms", "ratio",
                   "pred MiB", "meas MiB", "mem err", "target");
       std::vector<double> pred_t, meas_t;
-      const std::size_t n = pf.points.size();
+      const std::size_t n = pf.size();
       for (std::size_t i : {std::size_t(0), n / 4, n / 2, (3 * n) / 4, n - 1}) {
-        const auto& p = pf.points[i];
+        const auto p = pf.at(i);
         rt::local_world w(devices);
         rt::optimizer_options adam;
         adam.type = rt::optimizer_options::kind::adam;
-        rt::trainer t(g, {pf.op_configs(i), p.micro_batches, cl.mesh}, w, adam);
-        std::mt19937 r(7);
+        rt::trainer t(g, p.training_plan(), w, adam);
         std::vector<double> dt;
         std::int64_t peak = 0;
         for (int s = 0; s <= steps; ++s) {
-          const auto b = make_batch(text, r);
+          const auto b = make_batch(text, s);
           const auto t0 = std::chrono::steady_clock::now();
           t.step(b);
           if (s > 0) dt.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
           for (auto& m : t.memory()) peak = std::max(peak, m.peak);
         }
         std::sort(dt.begin(), dt.end());
-        const double meas = dt[dt.size() / 2], pred = double(p.time) / 1e12;
+        const double meas = dt[dt.size() / 2], pred = p.time() / 1_s;
         pred_t.push_back(pred);
         meas_t.push_back(meas);
-        const double err = double(peak) / double(p.memory) - 1;
-        std::printf("#%-5zu %3d %10.3f %10.3f %7.2fx %10.3f %10.3f %+7.1f%% %7s\n", i, int(p.micro_batches),
-                    1e3 * pred, 1e3 * meas, meas / pred, double(p.memory) / 1048576, double(peak) / 1048576,
+        const double err = to::from_byte_count(peak) / p.memory() - 1;
+        std::printf("#%-5zu %3d %10.3f %10.3f %7.2fx %10.3f %10.3f %+7.1f%% %7s\n", i, p.micro_batches(),
+                    1e3 * pred, 1e3 * meas, meas / pred, p.memory() / 1_MiB, to::from_byte_count(peak) / 1_MiB,
                     100 * err, err <= 0.05 && err >= -0.10 ? "met" : "MISSED");
       }
       int inversions = 0;
@@ -171,52 +187,41 @@ int main(int argc, char** argv) {
                   pred_t.size() * (pred_t.size() - 1) / 2);
       return 0;
     }
-    const double lo = double(pf.points.front().memory), hi = double(pf.points.back().memory);
-    const double budget = budget_mib > 0 ? budget_mib * 1024 * 1024 : std::sqrt(lo * hi);
-    const int chosen = to::fastest_within_index(pf, budget);
-    if (chosen < 0)
-      return fail("no plan fits " + std::to_string(budget / 1048576) + " MiB per device; the least memory is " +
-                  std::to_string(lo / 1048576) + " MiB");
-    const auto& pt = pf.points[std::size_t(chosen)];
-    say("frontier: %zu plans on %d devices; budget %.3f MiB per device\n", pf.points.size(), devices,
-        budget / 1048576);
-    say("chosen plan #%d: predicted %.3f ms/step, %.3f MiB per device, %d micro-batch(es)\n%s\n", chosen,
-        double(pt.time) / 1e9, double(pt.memory) / 1048576, pt.micro_batches, pf.summary(std::size_t(chosen)).c_str());
-    rt::training_plan plan{pf.op_configs(std::size_t(chosen)), pt.micro_batches, cl.mesh};
+    std::optional<to::bytes> budget;
+    if (budget_mib > 0) budget = budget_mib * 1_MiB;
+    const auto chosen = rt::choose_training_plan(g, cl, po, budget, plan_path);
+    say("%s on %d devices: predicted %.3f ms/step, %.3f MiB per device, %d micro-batch(es)\n%s\n",
+        chosen.source.c_str(), devices, chosen.time / 1_ms, chosen.memory / 1_MiB, chosen.plan.micro_batches,
+        chosen.summary.c_str());
 
-    rt::optimizer_options adam;
-    adam.type = rt::optimizer_options::kind::adam;
-    adam.lr = 3e-3f;
-    std::unique_ptr<rt::local_world> world;
-    std::unique_ptr<rt::trainer> tr;
+    rt::training_options o;
+    o.steps = steps;
+    o.optimizer.type = rt::optimizer_options::kind::adam;
+    o.optimizer.lr = 3e-3f;
+    o.resume = resume_path;
+    o.save = save_path;
+    const double tokens = double(model::config.batch * model::config.seq);
+    o.on_step = [&](std::int64_t step, float loss, double dt) {
+      say("step %3lld  loss %.6f  %8.0f tokens/s\n", (long long)step, double(loss), tokens / dt);
+    };
+    const auto next = [&](std::int64_t step) { return make_batch(text, step); };
+    rt::training_result r;
     if (comm_kind == "local") {
-      world = std::make_unique<rt::local_world>(devices);
-      tr = std::make_unique<rt::trainer>(g, plan, *world, adam);
+      rt::local_world world(devices);
+      r = rt::train(g, chosen.plan, world, next, o);
     } else {
 #ifdef TENSOROPT_EXAMPLE_MPI
-      tr = std::make_unique<rt::trainer>(g, plan, *mpi, adam);
+      r = rt::train(g, chosen.plan, *mpi, next, o);
 #endif
     }
-    std::mt19937 rng(7);
-    float first = 0, last = 0;
-    double total = 0;
-    const double tokens = double(model::config.batch * model::config.seq);
-    for (int s = 0; s < steps; ++s) {
-      const auto b = make_batch(text, rng);
-      const auto t0 = std::chrono::steady_clock::now();
-      last = tr->step(b);
-      const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (s == 0) first = last;
-      total += dt;
-      say("step %3d  loss %.4f  %8.0f tokens/s\n", s, double(last), tokens / dt);
-    }
-    std::int64_t peak = 0;
-    for (auto& m : tr->memory()) peak = std::max(peak, m.peak);
-    say("%.0f tokens/s on average; device 0 spent %.1f %% of the step time in kernels\n", tokens * steps / total,
-        100 * tr->device(0).kernel_seconds() / total);
-    say("loss %.4f -> %.4f; peak memory of a device %.3f MiB (predicted %.3f MiB)\n", double(first), double(last),
-        double(peak) / 1048576, double(pt.memory) / 1048576);
-    if (steps >= 20 && !(last < 0.8f * first)) {
+    if (!save_path.empty()) say("saved checkpoint %s after step %lld\n", save_path.c_str(),
+                                (long long)(r.first_step + steps - 1));
+    if (steps == 0) return 0;
+    say("%.0f tokens/s on average; device 0 spent %.1f %% of the step time in kernels\n", tokens * steps / r.seconds,
+        100 * r.kernel_seconds / r.seconds);
+    say("loss %.4f -> %.4f; peak memory of a device %.3f MiB (predicted %.3f MiB)\n", double(r.first_loss),
+        double(r.last_loss), to::from_byte_count(r.peak_bytes) / 1_MiB, chosen.memory / 1_MiB);
+    if (steps >= 20 && !(r.last_loss < 0.8f * r.first_loss)) {
       say("train_gpt: the loss did not fall clearly below the starting loss\n");
       return 1;
     }

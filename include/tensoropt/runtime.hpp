@@ -13,3 +13,4 @@
 #include "runtime/checkpoint.hpp"
 #include "runtime/trainer.hpp"
 #include "runtime/calibrate.hpp"
+#include "runtime/training_run.hpp"

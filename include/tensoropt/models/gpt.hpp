@@ -131,6 +131,11 @@ using megatron_1t = gpt<{.layers = 128, .hidden = 25600, .heads = 160, .seq = 20
 using bert_large =
     bert<{.layers = 24, .hidden = 1024, .heads = 16, .seq = 512, .vocab = 30522, .batch = 256}, "bert-large">;
 
+// The training examples' character-level GPT (examples/train_gpt.cpp), small enough
+// to train on CPU devices: the planner plans it by this name ("gpt-tiny").
+using gpt_tiny = gpt<{.layers = 2, .hidden = 64, .heads = 4, .seq = 32, .vocab = 64, .batch = 8, .dropout = 0.0},
+                     "gpt-tiny">;
+
 // GShard MoE suite (Alpa): seq 1024, vocab 32000, global batch 1024.
 using moe_380m = moe_transformer<{.layers = 8, .hidden = 768, .heads = 16, .experts = 8}, "moe-380m">;
 using moe_1_3b = moe_transformer<{.layers = 16, .hidden = 768, .heads = 16, .experts = 16}, "moe-1.3b">;

@@ -4,9 +4,10 @@
 // Default global batches: GPT-3 suite 1024, Megatron per its table (512 ... 3072),
 // Wide-ResNet 1536 (all from WORKLOADS.md); GShard MoE 1024 (Alpa's suite, which
 // WORKLOADS.md does not state); vgg16, resnet50, inception-v3 128; bert-large 256;
-// mlp 256. Default devices: WORKLOADS.md's GPU counts; Alpa's suites (GPT-3,
+// mlp 256; gpt-tiny (the training example's model) 8. Default devices: WORKLOADS.md's GPU counts; Alpa's suites (GPT-3,
 // Wide-ResNet, MoE) ran on 8 x V100-16GB per node, Megatron on 8 x A100-80GB per
-// node; the CNN line, BERT and the MLP default to V100-16GB with 4 per node.
+// node; the CNN line, BERT and the MLP default to V100-16GB with 4 per node; gpt-tiny
+// to 4 CPU devices.
 //
 // The table is built on first use (every model is lowered once to count its
 // parameters: about 10 ms for the whole zoo). list/find/lower are templates with a
@@ -78,6 +79,8 @@ std::vector<model_info> make_zoo() {
       entry<inception_v3>("cnn", "Inception-v3 on 299x299 ImageNet (no auxiliary head)", 16, 4, v16),
       entry<bert_large>("bert", "BERT-large: 24 layers, hidden 1024, 16 heads, seq 512", 8, 4, v16),
       entry<mlp>("mlp", "MLP: input 1024, 8 hidden layers of 8192, 1000 classes", 4, 4, v16),
+      entry<gpt_tiny>("gpt", "train_gpt's character-level GPT: 2 layers, hidden 64, 4 heads, seq 32, vocab 64", 4, 4,
+                      "cpu"),
   };
   for (auto& m : z) m.parameters = m.lower().parameter_count();
   return z;

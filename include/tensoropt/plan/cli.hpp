@@ -24,6 +24,7 @@ struct plan_cli {
   std::vector<long> device_counts;
   double time_target = 0;        ///< seconds, with --device-counts
   std::string frontier_json, problem_json, solve, svg, html;
+  std::string save_plan;          ///< write the chosen plan (tensoropt-plan/1)
   bool list_models = false, list_gpus = false, help = false, quiet = false, no_baselines = false;
 };
 
@@ -45,6 +46,8 @@ inline constexpr std::string_view plan_cli_usage =
     "  --time-target S         with --device-counts: fewest devices within S s/iteration\n"
     "  --frontier-json FILE    write the frontier (tensoropt-frontier/1)\n"
     "  --problem-json FILE     write the problem (tensoropt-problem/1; needs --micro-batches)\n"
+    "  --save-plan FILE        write the chosen plan (tensoropt-plan/1): the fastest within\n"
+    "                          --memory-budget, else the fastest that fits the device\n"
     "  --solve FILE            read a tensoropt-problem/1 file instead of a model\n"
     "  --svg FILE, --html FILE plot / report of the frontier\n"
     "  --no-baselines          skip the baselines\n"
@@ -74,7 +77,7 @@ inline plan_cli parse_plan_cli(int argc, const char* const* argv) {
   static constexpr std::string_view flags[] = {
       "--model", "--list-models", "--devices", "--nodes", "--gpus-per-node", "--gpu", "--list-gpus",
       "--precision", "--batch", "--micro-batches", "--memory-budget", "--epsilon", "--device-counts",
-      "--time-target", "--frontier-json", "--problem-json", "--solve", "--svg", "--html",
+      "--time-target", "--frontier-json", "--problem-json", "--save-plan", "--solve", "--svg", "--html",
       "--no-baselines", "--quiet", "--help"};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i], v;
@@ -115,6 +118,7 @@ inline plan_cli parse_plan_cli(int argc, const char* const* argv) {
     }
     else if (a == "--frontier-json") c.frontier_json = value();
     else if (a == "--problem-json") c.problem_json = value();
+    else if (a == "--save-plan") c.save_plan = value();
     else if (a == "--solve") c.solve = value();
     else if (a == "--svg") c.svg = value();
     else if (a == "--html") c.html = value();
@@ -148,6 +152,8 @@ inline plan_cli parse_plan_cli(int argc, const char* const* argv) {
   if (!c.problem_json.empty() && c.micro_batches == -1 && c.solve.empty())
     throw invalid_argument("--problem-json writes one problem, which needs one micro-batch count: "
                            "add --micro-batches K (e.g. --micro-batches 1)");
+  if (!c.save_plan.empty() && (!c.solve.empty() || !c.device_counts.empty()))
+    throw invalid_argument("--save-plan writes a plan of a model on one cluster: drop --solve / --device-counts");
   if (!c.solve.empty() && c.model_given)
     throw invalid_argument("--solve reads a problem file instead of a model: drop --model");
   return c;
