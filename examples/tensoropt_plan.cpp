@@ -72,7 +72,7 @@ int solve_file(const to::plan_cli& c) {
   for (auto& n : p.nodes) configs += n.configs.size();
   std::printf("problem %s: %zu nodes, %zu configs, %zu edges; solved in %.3f s: %zu points%s\n", c.solve.c_str(),
               p.nodes.size(), configs, p.edges.size(), secs, r.points.size(), r.exact ? " (exact)" : "");
-  const auto points = to::label_points(p, r, c.micro_batches > 0 ? int(c.micro_batches) : 1);
+  const auto points = to::label_points(p, r, c.micro_batches ? int(*c.micro_batches) : 1);
   to::frontier_report rep;
   rep.model = c.solve;
   rep.cluster = "problem file";
@@ -80,8 +80,8 @@ int solve_file(const to::plan_cli& c) {
   for (auto& e : points)
     rep.points.push_back({to::seconds_of(e) / 1_s, to::bytes_of(e) / 1_B, e.micro_batches, e.choice, e.labels,
                           std::to_string(e.choice.size()) + " nodes"});
-  if (c.memory_budget_gib > 0) {
-    const to::bytes budget = c.memory_budget_gib * 1_GiB;
+  if (c.memory_budget) {
+    const to::bytes budget = *c.memory_budget * 1_GiB;
     const auto q = to::fastest_within(r, budget);
     if (!q) throw to::infeasible(to::no_fit_message(r.points, budget));
     rep.chosen = int(*q);
@@ -97,15 +97,15 @@ int solve_file(const to::plan_cli& c) {
 to::cluster make_cluster(const to::plan_cli& c, const to::models::model_info& m, long devices_override = -1) {
   const auto& gpu = to::gpus::find(c.gpu.empty() ? m.gpu : std::string_view(c.gpu));
   if (devices_override > 0) {
-    const long per = std::min<long>(devices_override, c.gpus_per_node > 0 ? c.gpus_per_node : m.gpus_per_node);
+    const long per = std::min<long>(devices_override, c.gpus_per_node ? *c.gpus_per_node : long(m.gpus_per_node));
     if (devices_override % per)
       throw to::invalid_argument("device count " + std::to_string(devices_override) +
                                  " is not a whole number of nodes of " + std::to_string(per) + " devices");
     return to::cluster::nodes(devices_override / per).gpus_per_node(per).gpu(gpu);
   }
-  if (c.nodes > 0) return to::cluster::nodes(c.nodes).gpus_per_node(c.gpus_per_node).gpu(gpu);
-  if (c.devices > 0) return to::cluster::nodes(1).gpus_per_node(c.devices).gpu(gpu);
-  if (!c.model_given) return to::cluster::nodes(1).gpus_per_node(8).gpu(to::gpus::a100_80gb);  // the default job
+  if (c.nodes) return to::cluster::nodes(*c.nodes).gpus_per_node(*c.gpus_per_node).gpu(gpu);
+  if (c.devices) return to::cluster::nodes(1).gpus_per_node(*c.devices).gpu(gpu);
+  if (!c.model_given()) return to::cluster::nodes(1).gpus_per_node(8).gpu(to::gpus::a100_80gb);  // the default job
   const long per = std::min<long>(long(m.gpus), long(m.gpus_per_node));
   return to::cluster::nodes(long(m.gpus) / per).gpus_per_node(per).gpu(gpu);
 }
@@ -115,7 +115,7 @@ to::planner_options make_options(const to::plan_cli& c, const to::cluster& cl) {
   // Plans that do not fit the device are of no use: the search drops them early.
   o.solve.memory_limit = to::to_byte_count(cl.gpu_spec.capacity);
   o.build.prec = to::parse_precision(c.precision);
-  if (c.micro_batches > 0) o.micro_batches = {to::index_t(c.micro_batches)};
+  if (c.micro_batches) o.micro_batches = {to::index_t(*c.micro_batches)};
   o.solve.epsilon = c.epsilon;
   o.baselines = !c.no_baselines;
   if (!c.quiet) o.progress = [](const std::string& s) { std::fprintf(stderr, "  %s\n", s.c_str()); };
@@ -125,8 +125,8 @@ to::planner_options make_options(const to::plan_cli& c, const to::cluster& cl) {
 int explore_devices(const to::plan_cli& c, const to::models::model_info& m, const to::op_graph& g) {
   std::optional<to::bytes> budget;
   std::optional<to::seconds> time_target;
-  if (c.memory_budget_gib > 0) budget = c.memory_budget_gib * 1_GiB;
-  if (c.time_target > 0) time_target = c.time_target * 1_s;
+  if (c.memory_budget) budget = *c.memory_budget * 1_GiB;
+  if (c.time_target) time_target = *c.time_target * 1_s;
   std::printf("resource exploration for %.*s (budget %s%s)\n", int(m.name.size()), m.name.data(),
               budget ? to::format_bytes(*budget).c_str() : "device capacity",
               time_target ? (", time target " + to::format_seconds(*time_target)).c_str() : "");
@@ -155,14 +155,14 @@ int explore_devices(const to::plan_cli& c, const to::models::model_info& m, cons
 
 int run(int argc, char** argv) {
   const auto c = to::parse_plan_cli(argc, argv);
-  if (c.help) { std::fputs(to::plan_cli_usage.data(), stdout); return 0; }
+  if (c.help) { std::fputs(to::plan_cli_usage().c_str(), stdout); return 0; }
   if (c.list_models) { list_models(); return 0; }
   if (c.list_gpus) { list_gpus(); return 0; }
   if (!c.solve.empty()) return solve_file(c);
 
   const auto& m = to::models::find(c.model);
   to::op_graph g = m.lower();
-  if (c.batch > 0) g = to::with_global_batch(g, c.batch);
+  if (c.batch) g = to::with_global_batch(g, *c.batch);
   print_graph_summary(g);
   std::fflush(stdout);
   if (!c.device_counts.empty()) return explore_devices(c, m, g);
@@ -183,8 +183,8 @@ int run(int argc, char** argv) {
 
   std::optional<to::bytes> budget;
   std::optional<to::plan> chosen;
-  if (c.memory_budget_gib > 0) {
-    budget = c.memory_budget_gib * 1_GiB;
+  if (c.memory_budget) {
+    budget = *c.memory_budget * 1_GiB;
     chosen = pf.fastest_within(*budget);
     if (!chosen) {
       const auto least = pf.least_memory();

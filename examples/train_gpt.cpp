@@ -4,7 +4,7 @@
 // the same losses).
 //
 //   train_gpt [--comm local|mpi] [--steps N] [--budget-mib M] [--data FILE] [--devices N]
-//             [--plan FILE] [--save FILE] [--resume FILE]
+//             [--plan FILE] [--save FILE] [--resume FILE] (--help)
 //     --plan FILE     run a plan saved by `tensoropt-plan --model gpt-tiny --gpu cpu
 //                     --precision fp32 --devices N --save-plan FILE` instead of planning
 //     --save FILE     write a checkpoint after the steps
@@ -12,6 +12,7 @@
 //                     so the losses are those of an uninterrupted run
 //   train_gpt --compare      predicted vs measured step time and peak memory of the
 //                            least-memory, a middle and the fastest frontier point
+#include <tensoropt/core/command_line.hpp>
 #include <tensoropt/models/gpt.hpp>
 #include <tensoropt/plan/planner.hpp>
 #include <tensoropt/runtime.hpp>
@@ -36,6 +37,36 @@ namespace rt = tensoropt::runtime;
 using namespace to::literals;
 
 using model = to::models::gpt_tiny;
+
+/// The command line: one table gives parsing, range checks, --help and the errors.
+struct train_gpt_options {
+  std::string comm = "local";
+  long steps = 60;
+  std::optional<double> budget_mib;
+  std::string data = TENSOROPT_EXAMPLE_DATA "/tiny_corpus.txt";
+  long devices = 4;
+  bool compare = false;
+  std::string plan, save, resume;
+  bool help = false;
+};
+template <>
+struct to::reflection<train_gpt_options> {
+  using o = train_gpt_options;
+  static constexpr auto fields = boost::hana::make_tuple(
+      to::field("comm", &o::comm, "local threads, or MPI ranks under mpirun -np N").one_of("local|mpi").meta("KIND"),
+      to::field("steps", &o::steps, "training steps").range(1, 1000000).meta("N"),
+      to::field("budget-mib", &o::budget_mib, "fastest plan within M MiB per device; default: the geometric "
+                                              "mean of the frontier's least and largest memory")
+          .range_open_lo(0, 1e9).meta("M"),
+      to::field("data", &o::data, "training text").meta("FILE"),
+      to::field("devices", &o::devices, "local devices, one thread each").range(1, 1024).meta("N"),
+      to::field("compare", &o::compare, "predicted vs measured step time and peak memory of 5 frontier points"),
+      to::field("plan", &o::plan, "run this tensoropt-plan/1 file (tensoropt-plan --model gpt-tiny --gpu cpu "
+                                  "--precision fp32 --save-plan FILE) instead of planning").meta("FILE"),
+      to::field("save", &o::save, "write a checkpoint after the steps").meta("FILE"),
+      to::field("resume", &o::resume, "start from a checkpoint; steps and batches continue from it").meta("FILE"),
+      to::field("help", &o::help, "print this help"));
+};
 
 namespace {
 int devices = 4;
@@ -72,34 +103,28 @@ int fail(const std::string& msg) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string comm_kind = "local", data = TENSOROPT_EXAMPLE_DATA "/tiny_corpus.txt";
-  int steps = 60;
-  double budget_mib = 0;
-  bool compare = false;
-  std::string plan_path, save_path, resume_path;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw to::invalid_argument(a + " needs a value");
-      return argv[++i];
-    };
-    try {
-      if (a == "--comm") comm_kind = value();
-      else if (a == "--steps") steps = std::stoi(value());
-      else if (a == "--budget-mib") budget_mib = std::stod(value());
-      else if (a == "--data") data = value();
-      else if (a == "--devices") devices = std::stoi(value());
-      else if (a == "--compare") compare = true;
-      else if (a == "--plan") plan_path = value();
-      else if (a == "--save") save_path = value();
-      else if (a == "--resume") resume_path = value();
-      else return fail("unknown option '" + a + "'; use --comm local|mpi, --steps N, --budget-mib M, --data FILE, "
-                       "--devices N, --plan FILE, --save FILE, --resume FILE, --compare");
-    } catch (const std::exception& e) {
-      return fail(e.what());
-    }
+  train_gpt_options o;
+  try {
+    to::parse_command_line(argc, argv, o);
+  } catch (const to::error& e) {
+    return fail(e.what());
   }
-  if (comm_kind != "local" && comm_kind != "mpi") return fail("--comm must be local or mpi, not '" + comm_kind + "'");
+  if (o.help) {
+    std::fputs(to::command_line_help<train_gpt_options>(
+                   "train_gpt [options]",
+                   "Plans a small GPT on local devices (or MPI ranks), picks the fastest plan within a memory\n"
+                   "budget and trains it on a text file; --compare checks predicted against measured step time\n"
+                   "and peak memory on five frontier points.")
+                   .c_str(),
+               stdout);
+    return 0;
+  }
+  const std::string comm_kind = o.comm, data = o.data;
+  const int steps = int(o.steps);
+  const double budget_mib = o.budget_mib.value_or(0);
+  const bool compare = o.compare;
+  const std::string plan_path = o.plan, save_path = o.save, resume_path = o.resume;
+  devices = int(o.devices);
 #ifdef TENSOROPT_EXAMPLE_MPI
   std::unique_ptr<rt::mpi_session> session;
   std::unique_ptr<rt::mpi_comm> mpi;
@@ -194,24 +219,24 @@ int main(int argc, char** argv) {
         chosen.source.c_str(), devices, chosen.time / 1_ms, chosen.memory / 1_MiB, chosen.plan.micro_batches,
         chosen.summary.c_str());
 
-    rt::training_options o;
-    o.steps = steps;
-    o.optimizer.type = rt::optimizer_options::kind::adam;
-    o.optimizer.lr = 3e-3f;
-    o.resume = resume_path;
-    o.save = save_path;
+    rt::training_options run;
+    run.steps = steps;
+    run.optimizer.type = rt::optimizer_options::kind::adam;
+    run.optimizer.lr = 3e-3f;
+    run.resume = resume_path;
+    run.save = save_path;
     const double tokens = double(model::config.batch * model::config.seq);
-    o.on_step = [&](std::int64_t step, float loss, double dt) {
+    run.on_step = [&](std::int64_t step, float loss, double dt) {
       say("step %3lld  loss %.6f  %8.0f tokens/s\n", (long long)step, double(loss), tokens / dt);
     };
     const auto next = [&](std::int64_t step) { return make_batch(text, step); };
     rt::training_result r;
     if (comm_kind == "local") {
       rt::local_world world(devices);
-      r = rt::train(g, chosen.plan, world, next, o);
+      r = rt::train(g, chosen.plan, world, next, run);
     } else {
 #ifdef TENSOROPT_EXAMPLE_MPI
-      r = rt::train(g, chosen.plan, *mpi, next, o);
+      r = rt::train(g, chosen.plan, *mpi, next, run);
 #endif
     }
     if (!save_path.empty()) say("saved checkpoint %s after step %lld\n", save_path.c_str(),

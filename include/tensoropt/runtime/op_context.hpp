@@ -9,6 +9,7 @@
 #include "../cost/config.hpp"
 #include "backend.hpp"
 #include "comm.hpp"
+#include "elementwise.hpp"
 #include "sharding.hpp"
 
 namespace tensoropt::runtime {
@@ -88,27 +89,11 @@ struct op_context {
   buffer zeros(std::size_t n) const { return be.allocate(n); }
 };
 
-namespace detail {
-inline std::uint64_t mix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-}  // namespace detail
-
-/// A uniform number in [0, 1) from (seed, stream, index) alone: counter-based, so
-/// every device draws the same number for the same global element.
-inline float uniform01(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) {
-  const std::uint64_t h = detail::mix64(seed ^ detail::mix64(stream ^ detail::mix64(index)));
-  return float(h >> 40) * (1.0f / 16777216.0f);
-}
-
-/// Keep-scale of the dropout mask at a global element (0 = dropped, else 1 / (1 - p)).
+/// Keep-scale of the dropout mask at a global element (0 = dropped, else 1 / (1 - p)):
+/// the op's stream at this step, see elementwise.hpp.
 inline float dropout_scale(const op_context& c, std::uint64_t global_index, double p) {
   if (p <= 0) return 1.f;
-  const std::uint64_t stream = (c.step << 24) ^ std::uint64_t(c.op_index);
-  return uniform01(c.seed, stream, global_index) < float(p) ? 0.f : float(1.0 / (1.0 - p));
+  return dropout_mask::make(c.seed, dropout_stream(c.step, std::uint64_t(c.op_index)), p).scale(global_index);
 }
 
 /// Calls f(local_offset, global_index) for every element of the box of a tensor of

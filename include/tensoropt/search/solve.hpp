@@ -40,16 +40,22 @@
 // `width_fallback == true`, `note`).
 //
 // epsilon bound. The elimination order is planned on the graph alone before any
-// frontier is computed. Under epsilon > 0 the factors over at most one node (what the
-// folded part of the graph carries to the rest: these are the large frontiers) have their
-// cells pruned with delta = (2 epsilon / (2 + epsilon)) / D, where D (`prune_depth`) is
-// the most such factors on one path of the elimination tree (about one per layer for a
-// transformer). A point is dropped only when the kept point before it has less or equal
-// memory and time <= (1 + delta) times its time. Sums and unions keep such a cover, and
-// the covers of nested prunes multiply, so every exact frontier point p has a returned
-// point q with q.memory <= p.memory and q.time <= (1 + delta)^D p.time
-// <= e^(2 eps / (2 + eps)) p.time <= (1 + epsilon) p.time (as ln(1 + x) >= 2x / (2 + x)).
-// Memory is never worse; every returned point is the exact cost of its strategy.
+// frontier is computed. Under epsilon > 0 every factor the search makes (over one, two
+// or more nodes) has its cells pruned with delta = (2 epsilon / (2 + epsilon)) / D,
+// where D (`prune_depth`) is the most factors on one path of the elimination tree (for
+// a transformer about two per layer plus the ops of one layer). A point is dropped only
+// when the kept point before it has less or equal memory and time <= (1 + delta) times
+// its time. Sums and unions keep such a cover, and the covers of nested prunes multiply,
+// so every exact frontier point p has a returned point q with q.memory <= p.memory and
+// q.time <= (1 + delta)^D p.time <= e^(2 eps / (2 + eps)) p.time <= (1 + epsilon) p.time
+// (as ln(1 + x) >= 2x / (2 + x)). Memory is never worse; every returned point is the
+// exact cost of its strategy. Repeated blocks composed by powering split the budget
+// over the depth of nested sums instead (search/repeated.hpp), which is logarithmic in
+// the number of layers.
+//
+// Conditioned frontiers. `solve_conditioned` eliminates every node but a few kept ones
+// and returns one frontier per assignment of their configs: the frontier of a block per
+// boundary layout, from which search/repeated.hpp composes identical layers.
 //
 // The engine is constexpr and runs in a constant expression for small problems.
 #pragma once
@@ -89,6 +95,21 @@ struct search_progress {
   std::size_t points = 0;                 ///< points in it
 };
 
+/// The answer of `solve_conditioned`: for each assignment of configs to the kept nodes
+/// (row-major over `kept`, ascending, `dims` = their config counts), the frontier of every
+/// other node, all costs included; points carry tags into `tr` (recover with trace::recover).
+struct conditioned_frontier {
+  std::vector<int> kept;
+  std::vector<std::size_t> dims;
+  std::vector<std::size_t> start;  ///< CSR offsets into pts, cells + 1
+  std::vector<frontier_point_ref> pts;
+  trace tr;
+  std::size_t prune_depth = 0;
+  bool exact = true;
+  std::string note;
+  constexpr std::size_t cells() const { return start.size() - 1; }
+};
+
 namespace detail {
 
 struct factor {
@@ -106,37 +127,66 @@ struct factor {
 class eliminator {
  public:
   constexpr eliminator(const problem& p, const solve_options& o) : p_(p), o_(o) {}
+  /// Nodes left in the result instead of eliminated (see `solve_conditioned`).
+  constexpr void keep(const std::vector<int>& nodes) {
+    kept_.assign(p_.nodes.size(), false);
+    for (int v : nodes) kept_[std::size_t(v)] = true;
+  }
+
+  /// Eliminates every node not kept; returns the table over the kept nodes (their configs
+  /// ungrouped) whose cells are the frontiers of everything else, memory_offset included.
+  template <class Progress>
+  constexpr conditioned_frontier run_kept(Progress& progress, const std::vector<int>& kept) {
+    frontier_result r;
+    std::vector<frontier> constants;
+    eliminate_all(progress, r, constants);
+    frontier total{{{0, p_.memory_offset, -1}}};
+    for (auto& c : constants) total = minkowski_sum(total, c, trace_);
+    conditioned_frontier out;
+    out.kept = kept;
+    std::sort(out.kept.begin(), out.kept.end());
+    for (int v : out.kept) out.dims.push_back(dom_[std::size_t(v)]);
+    std::vector<std::size_t> live;
+    for (std::size_t id = 0; id < factors_.size(); ++id)
+      if (factors_[id].alive) live.push_back(id);
+    std::size_t cells = 1;
+    for (auto d : out.dims) cells *= d;
+    std::vector<std::size_t> idx(out.kept.size(), 0);
+    out.start.push_back(0);
+    for (std::size_t c = 0; c < cells; ++c) {
+      frontier f = total;
+      for (std::size_t id : live) {
+        const factor& fa = factors_[id];
+        std::size_t at = 0;
+        for (std::size_t j = 0; j < fa.scope.size(); ++j) {
+          const std::size_t pos =
+              std::size_t(std::find(out.kept.begin(), out.kept.end(), fa.scope[j]) - out.kept.begin());
+          at = at * fa.dims[j] + idx[pos];
+        }
+        frontier cell{{fa.pts.begin() + std::ptrdiff_t(fa.start[at]), fa.pts.begin() + std::ptrdiff_t(fa.start[at + 1])}};
+        f = minkowski_sum(f, cell, trace_);
+      }
+      for (auto& q : f.points)
+        if (q.memory <= o_.memory_limit) out.pts.push_back(q);
+      out.start.push_back(out.pts.size());
+      for (std::size_t i = idx.size(); i-- > 0;) {
+        if (++idx[i] < out.dims[i]) break;
+        idx[i] = 0;
+      }
+    }
+    out.prune_depth = r.prune_depth;
+    out.exact = o_.epsilon <= 0 && !r.width_fallback;
+    out.note = r.note;
+    out.tr = std::move(trace_);
+    return out;
+  }
 
   template <class Progress>
   constexpr frontier_result run(Progress& progress) {
     const std::size_t n = p_.nodes.size();
     frontier_result r;
-    r.epsilon = o_.epsilon;
-    limit_ = o_.memory_limit - std::min(o_.memory_limit, p_.memory_offset);
-    build();
-    min_sum_ = 0;
-    for (auto& f : factors_)
-      if (f.alive) min_sum_ = sat_add(min_sum_, min_memory(f));
-    const std::size_t depth = plan();
-    r.prune_depth = depth;
-    delta_ = o_.epsilon > 0 && depth > 0 ? (2 * o_.epsilon / (2 + o_.epsilon)) / double(depth) : 0.0;
     std::vector<frontier> constants;
-    for (std::size_t step = 0; step < n; ++step) {
-      const int v = order_[step];
-      factor g = eliminate(v, r, prune_[step] ? delta_ : 0.0);
-      r.max_width = std::max(r.max_width, g.scope.size());
-      r.max_cells = std::max(r.max_cells, g.cells());
-      progress(search_progress{step + 1, n, g.cells(), g.pts.size()});
-      if (g.scope.empty()) {
-        constants.push_back(frontier{g.pts});
-      } else {
-        add_factor(std::move(g));
-      }
-      if (trace_.entries.size() > 2 * compacted_ + o_.compact_after) {
-        compact_trace(constants);
-        compacted_ = trace_.entries.size();
-      }
-    }
+    eliminate_all(progress, r, constants);
     frontier total{{{0, p_.memory_offset, -1}}};
     for (auto& c : constants) total = minkowski_sum(total, c, trace_);
     r.exact = o_.epsilon <= 0 && !r.width_fallback;
@@ -152,6 +202,37 @@ class eliminator {
   }
 
  private:
+  template <class Progress>
+  constexpr void eliminate_all(Progress& progress, frontier_result& r, std::vector<frontier>& constants) {
+    const std::size_t n = p_.nodes.size();
+    if (kept_.size() != n) kept_.assign(n, false);
+    r.epsilon = o_.epsilon;
+    limit_ = o_.memory_limit - std::min(o_.memory_limit, p_.memory_offset);
+    build();
+    min_sum_ = 0;
+    for (auto& f : factors_)
+      if (f.alive) min_sum_ = sat_add(min_sum_, min_memory(f));
+    const std::size_t depth = plan();
+    r.prune_depth = depth;
+    delta_ = o_.epsilon > 0 && depth > 0 ? (2 * o_.epsilon / (2 + o_.epsilon)) / double(depth) : 0.0;
+    for (std::size_t step = 0; step < order_.size(); ++step) {
+      const int v = order_[step];
+      factor g = eliminate(v, r, prune_[step] ? delta_ : 0.0);
+      r.max_width = std::max(r.max_width, g.scope.size());
+      r.max_cells = std::max(r.max_cells, g.cells());
+      progress(search_progress{step + 1, order_.size(), g.cells(), g.pts.size()});
+      if (g.scope.empty()) {
+        constants.push_back(frontier{g.pts});
+      } else {
+        add_factor(std::move(g));
+      }
+      if (trace_.entries.size() > 2 * compacted_ + o_.compact_after) {
+        compact_trace(constants);
+        compacted_ = trace_.entries.size();
+      }
+    }
+  }
+
   const problem& p_;
   const solve_options& o_;
   double delta_ = 0;
@@ -184,6 +265,7 @@ class eliminator {
   static constexpr std::size_t memo_size = 32;  // recent eliminations kept for replay
   std::vector<memo_entry> memo_;
   std::size_t memo_next_ = 0;
+  std::vector<bool> kept_;                        // nodes not to eliminate (ungrouped)
   std::vector<int> order_;                        // the planned elimination order
   std::vector<bool> prune_;                       // per step: prune under epsilon
   trace trace_;
@@ -231,14 +313,15 @@ class eliminator {
       const int m = int(p_.nodes[v].configs.size());
       std::vector<int> idx(std::size_t(m), 0);
       for (int c = 0; c < m; ++c) idx[std::size_t(c)] = c;
-      if (o_.group_configs) {
+      const bool group = o_.group_configs && !kept_[v];
+      if (group) {
         std::sort(idx.begin(), idx.end(), [&](int a, int b) {
           const int s = compare_configs(v, a, b);
           return s != 0 ? s < 0 : a < b;
         });
       }
       for (std::size_t k = 0; k < idx.size(); ++k) {
-        if (k > 0 && o_.group_configs && compare_configs(v, idx[k - 1], idx[k]) == 0)
+        if (k > 0 && group && compare_configs(v, idx[k - 1], idx[k]) == 0)
           group_[v].back().push_back(idx[k]);
         else
           group_[v].push_back({idx[k]});
@@ -383,17 +466,24 @@ class eliminator {
     std::vector<bool> done(n, false);
     std::vector<int> scope;
     std::vector<std::size_t> ids;
-    for (std::size_t v = 0; v < n; ++v) score[v] = estimate(v, scope, ids);
+    std::size_t steps = 0;
+    for (std::size_t v = 0; v < n; ++v) {
+      done[v] = kept_[v];
+      if (!kept_[v]) {
+        score[v] = estimate(v, scope, ids);
+        ++steps;
+      }
+    }
     order_.clear();
     prune_.clear();
     std::size_t most = 0;
-    for (std::size_t step = 0; step < n; ++step) {
+    for (std::size_t step = 0; step < steps; ++step) {
       std::size_t v = n;
       for (std::size_t u = 0; u < n; ++u)
         if (!done[u] && (v == n || score[u] < score[v])) v = u;
       done[v] = true;
       estimate(v, scope, ids);
-      const bool pruned = scope.size() <= 1;
+      const bool pruned = true;
       sym g{scope, 0.0, 0, true};
       for (std::size_t id : ids) {
         fs[id].alive = false;
@@ -653,6 +743,21 @@ constexpr frontier_result solve(const problem& p, const solve_options& o, Progre
   detail::require(o.width_limit >= 1, "solve: width_limit must be at least 1");
   detail::eliminator e(p, o);
   return e.run(progress);
+}
+
+/// The frontier of `p` conditioned on the configs of the nodes `keep` (distinct, in range):
+/// every other node is eliminated, and cell (c_1, ..., c_m) holds the frontier of the
+/// strategies with kept node i at config c_i. Used to fold a repeated block into its
+/// frontier per boundary layout (search/repeated.hpp). Throws as `solve` does.
+inline conditioned_frontier solve_conditioned(const problem& p, const std::vector<int>& keep, const solve_options& o = {}) {
+  validate(p);
+  detail::require(o.epsilon >= 0, "solve: epsilon must be >= 0 (0 means exact)");
+  for (int v : keep)
+    detail::require(v >= 0 && std::size_t(v) < p.nodes.size(), "solve_conditioned: a kept node is out of range");
+  detail::eliminator e(p, o);
+  e.keep(keep);
+  auto quiet = [](const search_progress&) {};
+  return e.run_kept(quiet, keep);
 }
 
 /// The Pareto frontier of `p`; see the overload with a progress callback.

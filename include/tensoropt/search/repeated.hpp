@@ -1,0 +1,393 @@
+// Repeated blocks as one unit: the frontier of L identical layers by binary powering.
+//
+// What. A problem whose nodes contain L >= 3 instances of one block (a transformer layer
+// of repeat<Block, L>) is split at the block boundaries: A = everything before the
+// second instance (embedding, the first layer), the L - 2 middle instances, and Z =
+// everything after them (the last layer, head, loss). The middle instances must be
+// identical (same configs and costs, same edges inside, the same edges into the next
+// instance) and must touch nothing but their neighbours, and every edge between two
+// instances must leave the boundary node o of the earlier one (the residual stream).
+// `check_repeated` says which of these fails, in words.
+//
+// The restriction (the planner's "fast" mode). Every boundary between two identical
+// layers takes one layout b: o_1 = ... = o_{L-2} in b, and o_0 in b (the boundaries next to
+// non-repeated parts, the input of layer 0 and the output of the last layer, stay free).
+// A layout is a class of o's configs whose edge rows are all identical (configs that
+// differ only in recompute or optimizer sharding share one). Under it the cost splits:
+//     F = | over b of  A(b) (+) T(b)^(L-2) (+) Z(b)
+// where T(b) is the frontier of one middle layer with its input and output in layout b
+// (solve_conditioned with the input boundary and the output node kept), A(b) the
+// frontier of A with o_0 in b and Z(b) that of Z fed from layout b. T(b)^(L-2) is
+// computed by binary powering: about 2 log2 L Minkowski sums instead of L - 2 folds.
+// Every point keeps its provenance (which point of which power), so each returned
+// point is a full per-node strategy whose cost re-computes exactly from the problem.
+// Measured on the exact gpt3-1.3b frontiers (over all micro-batch counts) every point
+// used one residual layout through all 24 layers; the planner checks the restriction
+// against the unrestricted problem (plan/planner.hpp).
+//
+// epsilon. The budget ln(1 + epsilon) is split: half to the three inner solves (each
+// within (1 + e_in) by solve.hpp's bound), half over the D + 2 nested sums of the
+// powering and the final A (+) P (+) Z, each pruned with (1 + delta)^(D + 2) =
+// sqrt(1 + epsilon); D <= 2 log2 (L - 2). A union adds no error. So every point of the
+// restricted frontier has a returned point with no more memory and time within
+// (1 + epsilon); memory is exact.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+#include "solve.hpp"
+
+namespace tensoropt {
+
+/// L instances of one block: instances[i][j] is the node at position j of instance i.
+struct repeated_block {
+  std::vector<std::vector<int>> instances;
+};
+
+namespace detail {
+
+struct repeated_split {
+  std::string why_not;                 // empty when the block can be powered
+  int boundary = -1;                   // position of o in an instance
+  std::vector<int> a_nodes, z_nodes;   // ascending
+  std::vector<int> group;              // layout class of each config of o
+  std::vector<int> reps;               // a config per layout class
+};
+
+constexpr bool same_edge_costs(const problem_edge& x, const problem_edge& y) {
+  return x.time == y.time && x.memory == y.memory;
+}
+
+inline repeated_split split_repeated(const problem& p, const repeated_block& rb) {
+  repeated_split s;
+  const std::size_t n = p.nodes.size(), L = rb.instances.size();
+  if (L < 3) { s.why_not = "fewer than 3 instances"; return s; }
+  const std::size_t m = rb.instances[0].size();
+  std::vector<int> inst(n, -1), pos(n, -1);
+  for (std::size_t i = 0; i < L; ++i) {
+    if (rb.instances[i].size() != m || m == 0) { s.why_not = "instances differ in size"; return s; }
+    for (std::size_t j = 0; j < m; ++j) {
+      const int v = rb.instances[i][j];
+      if (v < 0 || std::size_t(v) >= n || inst[std::size_t(v)] >= 0) { s.why_not = "a node is out of range or in two instances"; return s; }
+      inst[std::size_t(v)] = int(i);
+      pos[std::size_t(v)] = int(j);
+      if (p.nodes[std::size_t(v)].configs.size() != p.nodes[std::size_t(rb.instances[0][j])].configs.size()) {
+        s.why_not = "instances differ in config counts"; return s;
+      }
+      if (i >= 1 && i + 1 < L && p.nodes[std::size_t(v)].configs != p.nodes[std::size_t(rb.instances[1][j])].configs) {
+        s.why_not = "the middle instances differ in node costs"; return s;
+      }
+    }
+  }
+  // intra[i] / inter[i]: (position pair, edge) per instance, in edge order
+  struct rec { int pu, pw; std::size_t e; };
+  std::vector<std::vector<rec>> intra(L), inter(L);
+  std::vector<std::vector<int>> adj(n);
+  for (std::size_t e = 0; e < p.edges.size(); ++e) {
+    const int u = p.edges[e].from, w = p.edges[e].to;
+    const int iu = inst[std::size_t(u)], iw = inst[std::size_t(w)];
+    const bool mid_u = iu >= 1 && std::size_t(iu) + 1 < L, mid_w = iw >= 1 && std::size_t(iw) + 1 < L;
+    if (iu >= 0 && iu == iw) {
+      intra[std::size_t(iu)].push_back({pos[std::size_t(u)], pos[std::size_t(w)], e});
+      if (!mid_u) { adj[std::size_t(u)].push_back(w); adj[std::size_t(w)].push_back(u); }
+    } else if (iu >= 0 && iw == iu + 1) {
+      inter[std::size_t(iu)].push_back({pos[std::size_t(u)], pos[std::size_t(w)], e});
+    } else if (mid_u || mid_w) {
+      s.why_not = "an edge joins a middle instance to a node other than its neighbours (" + p.nodes[std::size_t(u)].name +
+                  " -> " + p.nodes[std::size_t(w)].name + ")";
+      return s;
+    } else {
+      adj[std::size_t(u)].push_back(w);
+      adj[std::size_t(w)].push_back(u);
+    }
+  }
+  for (std::size_t i = 0; i + 1 < L; ++i) {
+    if (inter[i].empty()) { s.why_not = "consecutive instances are not connected"; return s; }
+    if (inter[i].size() != inter[0].size()) { s.why_not = "the edges between instances differ"; return s; }
+    for (std::size_t k = 0; k < inter[i].size(); ++k) {
+      const auto &x = inter[i][k], &y = inter[0][k];
+      if (x.pu != y.pu || x.pw != y.pw || !same_edge_costs(p.edges[x.e], p.edges[y.e])) {
+        s.why_not = "the edges between instances differ"; return s;
+      }
+      if (x.pu != inter[0][0].pu) { s.why_not = "edges between instances leave more than one node of a block"; return s; }
+    }
+    if (i >= 1) {
+      if (intra[i].size() != intra[1].size()) { s.why_not = "the middle instances differ in edges"; return s; }
+      for (std::size_t k = 0; k < intra[i].size(); ++k) {
+        const auto &x = intra[i][k], &y = intra[1][k];
+        if (x.pu != y.pu || x.pw != y.pw || !same_edge_costs(p.edges[x.e], p.edges[y.e])) {
+          s.why_not = "the middle instances differ in edge costs"; return s;
+        }
+      }
+    }
+  }
+  s.boundary = inter[0][0].pu;
+  // A: reachable from instance 0 without the middle; Z: from instance L-1; A and Z must not meet.
+  std::vector<int> side(n, -1);
+  auto flood = [&](int start, int mark) {
+    std::vector<int> stack{start};
+    side[std::size_t(start)] = mark;
+    while (!stack.empty()) {
+      const int v = stack.back();
+      stack.pop_back();
+      for (int w : adj[std::size_t(v)])
+        if (side[std::size_t(w)] < 0) { side[std::size_t(w)] = mark; stack.push_back(w); }
+    }
+  };
+  for (int v : rb.instances[0]) if (side[std::size_t(v)] < 0) flood(v, 0);
+  for (int v : rb.instances[L - 1])
+    if (side[std::size_t(v)] == 0) {
+      s.why_not = "an edge path joins the first and last instances around the middle ones"; return s;
+    }
+  for (int v : rb.instances[L - 1]) if (side[std::size_t(v)] < 0) flood(v, 1);
+  for (std::size_t v = 0; v < n; ++v) {
+    const bool mid = inst[v] >= 1 && std::size_t(inst[v]) + 1 < L;
+    if (mid) continue;
+    if (side[v] == 1) s.z_nodes.push_back(int(v));
+    else s.a_nodes.push_back(int(v));
+  }
+  // layout classes of o, from the incident edges of a middle instance's o
+  const int o1 = rb.instances[1][std::size_t(s.boundary)];
+  const std::size_t mo = p.nodes[std::size_t(o1)].configs.size();
+  std::vector<std::vector<cost_t>> sig(mo);
+  for (auto& e : p.edges) {
+    if (e.from == o1) {
+      const std::size_t cols = p.nodes[std::size_t(e.to)].configs.size();
+      for (std::size_t c = 0; c < mo; ++c)
+        for (std::size_t j = 0; j < cols; ++j) { sig[c].push_back(e.time[c * cols + j]); sig[c].push_back(e.memory[c * cols + j]); }
+    }
+    if (e.to == o1) {
+      const std::size_t rows = p.nodes[std::size_t(e.from)].configs.size();
+      for (std::size_t c = 0; c < mo; ++c)
+        for (std::size_t i = 0; i < rows; ++i) { sig[c].push_back(e.time[i * mo + c]); sig[c].push_back(e.memory[i * mo + c]); }
+    }
+  }
+  s.group.assign(mo, -1);
+  for (std::size_t c = 0; c < mo; ++c) {
+    for (std::size_t r = 0; r < s.reps.size() && s.group[c] < 0; ++r)
+      if (sig[std::size_t(s.reps[r])] == sig[c]) s.group[c] = int(r);
+    if (s.group[c] < 0) { s.group[c] = int(s.reps.size()); s.reps.push_back(int(c)); }
+  }
+  return s;
+}
+
+/// The subproblem over `nodes` (and, first, a copy of node `boundary` with one zero-cost
+/// config per layout class when `boundary` >= 0, standing in for the previous layer's o:
+/// the edges leaving `boundary` into `nodes` leave the copy instead). `remap` gives each
+/// subproblem node's node in p (-1 for the copy).
+inline problem subproblem(const problem& p, const std::vector<int>& nodes, int boundary, const std::vector<int>& reps,
+                          cost_t offset, std::vector<int>& remap) {
+  problem q;
+  q.memory_offset = offset;
+  std::vector<int> at(p.nodes.size(), -1);
+  remap.clear();
+  if (boundary >= 0) {
+    problem_node b{p.nodes[std::size_t(boundary)].name + " (previous layer)", {}};
+    for (int c : reps) b.configs.push_back({p.nodes[std::size_t(boundary)].configs[std::size_t(c)].label, 0, 0});
+    q.nodes.push_back(std::move(b));
+    remap.push_back(-1);
+  }
+  for (int v : nodes) {
+    at[std::size_t(v)] = int(q.nodes.size());
+    q.nodes.push_back(p.nodes[std::size_t(v)]);
+    remap.push_back(v);
+  }
+  for (auto& e : p.edges) {
+    const int u = at[std::size_t(e.from)], w = at[std::size_t(e.to)];
+    if (u >= 0 && w >= 0) q.edges.push_back({u, w, e.time, e.memory});
+  }
+  return q;
+}
+
+struct power_node {
+  std::vector<candidate> pts;  // ta, tb: points of the left and right operands (leaf: ta = tag)
+  int left = -1, right = -1;
+  std::size_t count = 1;       // instances covered
+};
+
+/// a (+) b with provenance (indices into a and b), pruned by delta, above `limit` dropped.
+inline std::vector<candidate> sum_with_provenance(const std::vector<candidate>& a, const std::vector<candidate>& b,
+                                                  double delta, cost_t limit) {
+  std::vector<candidate> c;
+  c.reserve(a.size() * b.size());
+  for (std::size_t i = 0; i < a.size(); ++i)
+    for (std::size_t j = 0; j < b.size(); ++j)
+      if (a[i].memory + b[j].memory <= limit)
+        c.push_back({a[i].time + b[j].time, a[i].memory + b[j].memory, std::int32_t(i), std::int32_t(j)});
+  pareto_filter(c);
+  epsilon_filter(c, delta);
+  return c;
+}
+
+}  // namespace detail
+
+/// Why `rb` cannot be composed by powering in `p` (empty when it can).
+inline std::string check_repeated(const problem& p, const repeated_block& rb) {
+  return detail::split_repeated(p, rb).why_not;
+}
+
+/// The frontier of `p` under the restriction of the header (one layout b at every boundary
+/// between the identical layers of `rb`), by binary powering. Every point re-costs
+/// exactly with cost_of. `restricted` is set in the result and `note` states the
+/// restriction. Throws invalid_argument when `rb` cannot be powered (see check_repeated).
+inline frontier_result solve_repeated(const problem& p, const repeated_block& rb, const solve_options& o = {}) {
+  validate(p);
+  detail::require(o.epsilon >= 0, "solve: epsilon must be >= 0 (0 means exact)");
+  const auto s = detail::split_repeated(p, rb);
+  detail::require(s.why_not.empty(), "solve_repeated: the block cannot be composed by powering: " + s.why_not);
+  const std::size_t L = rb.instances.size(), M = L - 2, nb = s.reps.size();
+  // depth of nested sums of the powering (squarings and accumulations on one chain)
+  std::size_t depth = 0;
+  {
+    std::size_t base = 0, acc = 0;
+    bool have = false;
+    for (std::size_t r = M; r; r >>= 1) {
+      if (r & 1) { acc = have ? std::max(acc, base) + 1 : base; have = true; }
+      if (r >> 1) base += 1;
+    }
+    depth = acc;
+  }
+  const double lam = std::log1p(o.epsilon);
+  solve_options inner = o;
+  inner.epsilon = std::expm1(lam / 2);
+  const double delta = o.epsilon > 0 ? std::expm1(lam / 2 / double(depth + 2)) : 0.0;
+  const cost_t limit = o.memory_limit;
+
+  const int o0 = rb.instances[0][std::size_t(s.boundary)];
+  const int o1 = rb.instances[1][std::size_t(s.boundary)];
+  const int olast = rb.instances[L - 2][std::size_t(s.boundary)];
+  std::vector<int> ra, rt, rz;
+  const problem pa = detail::subproblem(p, s.a_nodes, -1, s.reps, p.memory_offset, ra);
+  const problem pt = detail::subproblem(p, rb.instances[1], o0, s.reps, 0, rt);
+  const problem pz = detail::subproblem(p, s.z_nodes, olast, s.reps, 0, rz);
+  auto local = [](const std::vector<int>& remap, int v) {
+    return int(std::find(remap.begin(), remap.end(), v) - remap.begin());
+  };
+  // the copy's edges: the problem's edges from o_0 into instance 1 (resp. from o_{L-2} into instance L-1)
+  auto add_copy_edges = [&](problem& q, const std::vector<int>& remap, int from) {
+    for (auto& e : p.edges) {
+      if (e.from != from) continue;
+      const int w = local(remap, e.to);
+      if (w >= int(remap.size()) || remap[std::size_t(w)] < 0) continue;
+      const std::size_t cols = p.nodes[std::size_t(e.to)].configs.size();
+      problem_edge pe{0, w, {}, {}};
+      for (int c : s.reps)
+        for (std::size_t j = 0; j < cols; ++j) {
+          pe.time.push_back(e.time[std::size_t(c) * cols + j]);
+          pe.memory.push_back(e.memory[std::size_t(c) * cols + j]);
+        }
+      q.edges.push_back(std::move(pe));
+    }
+  };
+  problem qt = pt, qz = pz;
+  add_copy_edges(qt, rt, o0);
+  add_copy_edges(qz, rz, olast);
+  const auto fa = solve_conditioned(pa, {local(ra, o0)}, inner);
+  const auto ft = solve_conditioned(qt, {0, local(rt, o1)}, inner);
+  const auto fz = solve_conditioned(qz, {0}, inner);
+
+  auto cell = [](const conditioned_frontier& f, std::size_t c) {
+    return frontier{{f.pts.begin() + std::ptrdiff_t(f.start[c]), f.pts.begin() + std::ptrdiff_t(f.start[c + 1])}};
+  };
+  auto as_candidates = [](const frontier& f) {
+    std::vector<detail::candidate> c;
+    for (auto& q : f.points) c.push_back({q.time, q.memory, q.tag, -1});
+    return c;
+  };
+  struct pick { std::size_t b, ia, ip, iz; };
+  std::vector<detail::candidate> all;  // ta: index into picks
+  std::vector<pick> picks;
+  std::vector<std::vector<detail::power_node>> powers(nb);
+  std::vector<int> power_root(nb, -1);
+  std::vector<std::vector<detail::candidate>> a_of(nb), z_of(nb);
+  const std::size_t mo = s.group.size();
+  for (std::size_t b = 0; b < nb; ++b) {
+    frontier ab, tb;
+    for (std::size_t c = 0; c < mo; ++c) {
+      if (std::size_t(s.group[c]) != b) continue;
+      ab = frontier_union(ab, cell(fa, c));
+      tb = frontier_union(tb, cell(ft, b * mo + c));
+    }
+    a_of[b] = as_candidates(ab);
+    z_of[b] = as_candidates(cell(fz, b));
+    if (a_of[b].empty() || z_of[b].empty() || tb.empty()) continue;
+    auto& pw = powers[b];
+    pw.push_back({as_candidates(tb), -1, -1, 1});
+    int base = 0, acc = -1;
+    for (std::size_t r = M; r; r >>= 1) {
+      if (r & 1) {
+        if (acc < 0) acc = base;
+        else {
+          detail::power_node x{detail::sum_with_provenance(pw[std::size_t(acc)].pts, pw[std::size_t(base)].pts, delta, limit),
+                               acc, base, pw[std::size_t(acc)].count + pw[std::size_t(base)].count};
+          pw.push_back(std::move(x));
+          acc = int(pw.size() - 1);
+        }
+      }
+      if (r >> 1) {
+        detail::power_node x{detail::sum_with_provenance(pw[std::size_t(base)].pts, pw[std::size_t(base)].pts, delta, limit),
+                             base, base, 2 * pw[std::size_t(base)].count};
+        pw.push_back(std::move(x));
+        base = int(pw.size() - 1);
+      }
+    }
+    power_root[b] = acc;
+    const auto ap = detail::sum_with_provenance(a_of[b], pw[std::size_t(acc)].pts, delta, limit);
+    const auto apz = detail::sum_with_provenance(ap, z_of[b], delta, limit);
+    for (auto& x : apz) {
+      all.push_back({x.time, x.memory, std::int32_t(picks.size()), -1});
+      picks.push_back({b, std::size_t(ap[std::size_t(x.ta)].ta), std::size_t(ap[std::size_t(x.ta)].tb), std::size_t(x.tb)});
+    }
+  }
+  detail::pareto_filter(all);
+
+  frontier_result r;
+  r.epsilon = o.epsilon;
+  r.exact = false;
+  r.restricted = true;
+  r.prune_depth = std::max({fa.prune_depth, ft.prune_depth, fz.prune_depth}) + depth + 2;
+  r.max_width = 2;
+  r.width_fallback = !fa.note.empty() || !ft.note.empty() || !fz.note.empty();
+  r.note = "fast mode: one layout at every boundary between the " + std::to_string(L) +
+           " identical layers (boundaries next to non-repeated parts free); " + std::to_string(nb) +
+           " boundary layouts, each composed by binary powering";
+  std::vector<int> sub;
+  for (auto& x : all) {
+    const pick& pk = picks[std::size_t(x.ta)];
+    frontier_point fp{x.time, x.memory, std::vector<int>(p.nodes.size(), -1)};
+    auto put = [&](const conditioned_frontier& f, const std::vector<int>& remap, std::int32_t tag,
+                   const std::vector<int>& target) {
+      sub.assign(remap.size(), -1);
+      f.tr.recover(tag, sub);
+      for (std::size_t i = 0; i < remap.size(); ++i)
+        if (remap[i] >= 0) fp.choice[std::size_t(target.empty() ? remap[i] : target[i])] = sub[i];
+    };
+    put(fa, ra, a_of[pk.b][pk.ia].ta, {});
+    put(fz, rz, z_of[pk.b][pk.iz].ta, {});
+    // walk the powering tree: (node, point, first middle instance)
+    struct item { int node; std::size_t point, first; };
+    std::vector<item> stack{{power_root[pk.b], pk.ip, 1}};
+    const auto& pw = powers[pk.b];
+    std::vector<int> target(rt.size(), -1);
+    while (!stack.empty()) {
+      const item it = stack.back();
+      stack.pop_back();
+      const auto& nd = pw[std::size_t(it.node)];
+      const auto& q = nd.pts[it.point];
+      if (nd.left < 0) {
+        for (std::size_t i = 1; i < rt.size(); ++i) target[i] = rb.instances[it.first][i - 1];
+        put(ft, rt, q.ta, target);
+      } else {
+        stack.push_back({nd.left, std::size_t(q.ta), it.first});
+        stack.push_back({nd.right, std::size_t(q.tb), it.first + pw[std::size_t(nd.left)].count});
+      }
+    }
+    for (int c : fp.choice) detail::require<runtime_error>(c >= 0, "solve_repeated: internal error, a node has no config");
+    r.points.push_back(std::move(fp));
+  }
+  return r;
+}
+
+}  // namespace tensoropt

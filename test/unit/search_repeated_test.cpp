@@ -1,0 +1,291 @@
+// Tests of repeated blocks composed by binary powering against brute force.
+#include <doctest/doctest.h>
+#include <cstdint>
+#include <random>
+#include <tensoropt/search/repeated.hpp>
+
+namespace to = tensoropt;
+
+namespace {
+
+struct cost_pair {
+  std::int64_t time, memory;
+  bool operator==(const cost_pair&) const = default;
+};
+
+struct generated {
+  to::problem p;
+  to::repeated_block rb;
+  int boundary = 0;  // position of o in a block
+};
+
+// prefix (0..pre-1), L instances of an m-node block (node m-1 of each is o, fed to
+// random positions of the next instance), suffix fed by random nodes of the last instance.
+// `near`: the first and last instances get their own node costs.
+generated random_repeated(std::mt19937_64& rng, int pre, int L, int m, int suf, int max_configs, bool near) {
+  auto uni = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
+  auto cost = [&](bool small) { return small ? uni(0, 6) : uni(1, 1'000'000); };
+  const bool small = uni(0, 1) == 1;
+  generated g;
+  g.boundary = m - 1;
+  std::vector<int> cfg(static_cast<std::size_t>(m));
+  for (auto& c : cfg) c = int(uni(1, max_configs));
+  std::vector<std::vector<to::problem_config>> block_cfg(static_cast<std::size_t>(m));
+  for (int j = 0; j < m; ++j)
+    for (int c = 0; c < cfg[std::size_t(j)]; ++c) block_cfg[std::size_t(j)].push_back({"c", cost(small), cost(small)});
+  auto add_node = [&](std::vector<to::problem_config> c) {
+    g.p.nodes.push_back({"n" + std::to_string(g.p.nodes.size()), std::move(c)});
+    return int(g.p.nodes.size() - 1);
+  };
+  auto random_configs = [&](int count) {
+    std::vector<to::problem_config> c;
+    for (int i = 0; i < count; ++i) c.push_back({"c", cost(small), cost(small)});
+    return c;
+  };
+  auto matrix = [&](int a, int b) {
+    to::problem_edge e{a, b, {}, {}};
+    const std::size_t k = g.p.nodes[std::size_t(a)].configs.size() * g.p.nodes[std::size_t(b)].configs.size();
+    for (std::size_t i = 0; i < k; ++i) {
+      e.time.push_back(cost(small));
+      e.memory.push_back(uni(0, 2) ? 0 : cost(small));
+    }
+    return e;
+  };
+  std::vector<int> prefix;
+  for (int i = 0; i < pre; ++i) prefix.push_back(add_node(random_configs(int(uni(1, max_configs)))));
+  for (int i = 1; i < pre; ++i) g.p.edges.push_back(matrix(prefix[std::size_t(i - 1)], prefix[std::size_t(i)]));
+  // block shape: a chain plus a few extra forward edges; entry positions from the previous o
+  std::vector<std::pair<int, int>> intra;
+  for (int j = 1; j < m; ++j) intra.push_back({j - 1, j});
+  for (int j = 2; j < m; ++j)
+    if (uni(0, 2) == 0) intra.push_back({int(uni(0, j - 2)), j});
+  std::vector<int> entries{0};
+  for (int j = 1; j < m; ++j)
+    if (uni(0, 2) == 0) entries.push_back(j);
+  std::vector<to::problem_edge> intra_m, inter_m;
+  for (int l = 0; l < L; ++l) {
+    std::vector<int> inst;
+    for (int j = 0; j < m; ++j) {
+      auto c = block_cfg[std::size_t(j)];
+      if (near && (l == 0 || l == L - 1))
+        for (auto& x : c) x.time += uni(0, 3);
+      inst.push_back(add_node(c));
+    }
+    for (std::size_t k = 0; k < intra.size(); ++k) {
+      if (l == 0) intra_m.push_back(matrix(inst[std::size_t(intra[k].first)], inst[std::size_t(intra[k].second)]));
+      auto e = intra_m[k];
+      e.from = inst[std::size_t(intra[k].first)];
+      e.to = inst[std::size_t(intra[k].second)];
+      g.p.edges.push_back(e);
+    }
+    if (l == 0) {
+      for (int v : prefix.empty() ? std::vector<int>{} : std::vector<int>{prefix.back()})
+        for (int j : entries) g.p.edges.push_back(matrix(v, inst[std::size_t(j)]));
+    } else {
+      const int prev = g.rb.instances.back()[std::size_t(m - 1)];
+      for (std::size_t k = 0; k < entries.size(); ++k) {
+        if (l == 1) inter_m.push_back(matrix(prev, inst[std::size_t(entries[k])]));
+        auto e = inter_m[k];
+        e.from = prev;
+        e.to = inst[std::size_t(entries[k])];
+        g.p.edges.push_back(e);
+      }
+    }
+    g.rb.instances.push_back(inst);
+  }
+  for (int i = 0; i < suf; ++i) {
+    const int v = add_node(random_configs(int(uni(1, max_configs))));
+    g.p.edges.push_back(matrix(g.rb.instances.back()[std::size_t(uni(0, m - 1))], v));
+  }
+  return g;
+}
+
+// The boundary layout classes: configs of o in a middle instance with equal incident rows.
+std::vector<int> layout_classes(const generated& g) {
+  const int o1 = g.rb.instances[1][std::size_t(g.boundary)];
+  const std::size_t mo = g.p.nodes[std::size_t(o1)].configs.size();
+  std::vector<std::vector<std::int64_t>> sig(mo);
+  for (auto& e : g.p.edges)
+    for (std::size_t c = 0; c < mo; ++c) {
+      if (e.from == o1) {
+        const std::size_t cols = g.p.nodes[std::size_t(e.to)].configs.size();
+        for (std::size_t j = 0; j < cols; ++j) sig[c].insert(sig[c].end(), {e.time[c * cols + j], e.memory[c * cols + j]});
+      }
+      if (e.to == o1) {
+        const std::size_t rows = g.p.nodes[std::size_t(e.from)].configs.size();
+        for (std::size_t i = 0; i < rows; ++i) sig[c].insert(sig[c].end(), {e.time[i * mo + c], e.memory[i * mo + c]});
+      }
+    }
+  std::vector<int> cls(mo);
+  for (std::size_t c = 0; c < mo; ++c) {
+    cls[c] = int(c);
+    for (std::size_t d = 0; d < c; ++d)
+      if (sig[d] == sig[c]) { cls[c] = cls[d]; break; }
+  }
+  return cls;
+}
+
+// Brute force over every strategy; `restricted`: only those with o_0..o_{L-2} in one class.
+std::vector<cost_pair> brute_force(const generated& g, bool restricted) {
+  const auto cls = layout_classes(g);
+  const auto& p = g.p;
+  std::vector<int> choice(p.nodes.size(), 0);
+  std::vector<cost_pair> all;
+  while (true) {
+    bool ok = true;
+    if (restricted) {
+      const int c0 = cls[std::size_t(choice[std::size_t(g.rb.instances[0][std::size_t(g.boundary)])])];
+      for (std::size_t l = 1; l + 1 < g.rb.instances.size(); ++l)
+        ok = ok && cls[std::size_t(choice[std::size_t(g.rb.instances[l][std::size_t(g.boundary)])])] == c0;
+    }
+    if (ok) {
+      const auto c = to::cost_of(p, choice);
+      all.push_back({c.time, c.memory});
+    }
+    std::size_t i = 0;
+    for (; i < choice.size(); ++i) {
+      if (++choice[i] < int(p.nodes[i].configs.size())) break;
+      choice[i] = 0;
+    }
+    if (i == choice.size()) break;
+  }
+  std::sort(all.begin(), all.end(), [](auto& a, auto& b) { return a.memory != b.memory ? a.memory < b.memory : a.time < b.time; });
+  std::vector<cost_pair> f;
+  for (auto& c : all)
+    if (f.empty() || c.time < f.back().time) f.push_back(c);
+  return f;
+}
+
+std::size_t strategies(const to::problem& p) {
+  std::size_t n = 1;
+  for (auto& nd : p.nodes) n *= nd.configs.size();
+  return n;
+}
+
+void check_recost(const to::problem& p, const to::frontier_result& r) {
+  for (std::size_t i = 0; i < r.points.size(); ++i) {
+    const auto c = to::cost_of(p, r.points[i].choice);
+    CHECK(c.time == r.points[i].time);
+    CHECK(c.memory == r.points[i].memory);
+    if (i > 0) {
+      CHECK(r.points[i - 1].memory < r.points[i].memory);
+      CHECK(r.points[i - 1].time > r.points[i].time);
+    }
+  }
+}
+
+std::vector<cost_pair> costs(const to::frontier_result& r) {
+  std::vector<cost_pair> c;
+  for (auto& q : r.points) c.push_back({q.time, q.memory});
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("powered repeated blocks equal brute force under the one-layout restriction") {
+  std::mt19937_64 rng(8);
+  int tested = 0, equal_to_exact = 0;
+  for (int it = 0; it < 300; ++it) {
+    const int pre = int(rng() % 3), suf = int(rng() % 3), m = 1 + int(rng() % 3), L = 3 + int(rng() % 4);
+    const auto g = random_repeated(rng, pre, L, m, suf, 3, it % 2 == 1);
+    if (strategies(g.p) > 300000) continue;
+    CAPTURE(it);
+    REQUIRE(to::check_repeated(g.p, g.rb) == "");
+    const auto r = to::solve_repeated(g.p, g.rb);
+    CHECK(r.restricted);
+    CHECK(!r.exact);
+    check_recost(g.p, r);
+    CHECK(costs(r) == brute_force(g, true));
+    // the restriction never invents points: each is on or behind the exact frontier
+    const auto exact = costs(to::solve(g.p));
+    CHECK(exact == brute_force(g, false));
+    for (auto& q : r.points) {
+      bool dominated = false;
+      for (auto& e : exact) dominated = dominated || (e.memory <= q.memory && e.time <= q.time);
+      CHECK(dominated);
+    }
+    equal_to_exact += costs(r) == exact;
+    ++tested;
+  }
+  CHECK(tested > 150);
+  // the restriction bites on some random problems (their optima change layout), not on all
+  CHECK(equal_to_exact > 0);
+  CHECK(equal_to_exact < tested);
+}
+
+TEST_CASE("one layout at the boundary: powering is exact") {
+  std::mt19937_64 rng(21);
+  for (int it = 0; it < 60; ++it) {
+    auto g = random_repeated(rng, 1 + int(rng() % 2), 3 + int(rng() % 8), 2, 1, 3, it % 2 == 0);
+    // give every instance's o one config: the restriction is then no restriction
+    for (auto& inst : g.rb.instances) {
+      const int o = inst[std::size_t(g.boundary)];
+      auto& cfgs = g.p.nodes[std::size_t(o)].configs;
+      const std::size_t keep = 1, old = cfgs.size();
+      cfgs.resize(keep);
+      for (auto& e : g.p.edges) {
+        if (e.from == o) {
+          const std::size_t cols = e.time.size() / old;
+          e.time.resize(cols);
+          e.memory.resize(cols);
+        }
+        if (e.to == o) {
+          std::vector<std::int64_t> t, mm;
+          for (std::size_t i = 0; i < e.time.size() / old; ++i) { t.push_back(e.time[i * old]); mm.push_back(e.memory[i * old]); }
+          e.time = t;
+          e.memory = mm;
+        }
+      }
+    }
+    CAPTURE(it);
+    const auto r = to::solve_repeated(g.p, g.rb);
+    check_recost(g.p, r);
+    CHECK(costs(r) == costs(to::solve(g.p)));
+  }
+}
+
+TEST_CASE("epsilon under powering: memory exact, time within (1 + epsilon) of the restricted frontier") {
+  std::mt19937_64 rng(77);
+  for (int it = 0; it < 120; ++it) {
+    const auto g = random_repeated(rng, int(rng() % 2), 3 + int(rng() % 6), 1 + int(rng() % 2), int(rng() % 2), 3, it % 3 == 0);
+    if (strategies(g.p) > 300000) continue;
+    const double eps = it % 3 == 0 ? 0.01 : it % 3 == 1 ? 0.1 : 0.5;
+    CAPTURE(it);
+    const auto exact = brute_force(g, true);
+    const auto r = to::solve_repeated(g.p, g.rb, {.epsilon = eps});
+    check_recost(g.p, r);
+    for (auto& e : exact) {
+      bool covered = false;
+      for (auto& q : r.points) covered = covered || (q.memory <= e.memory && double(q.time) <= (1 + eps) * double(e.time));
+      CHECK(covered);
+    }
+    for (auto& q : r.points) {
+      bool behind = false;
+      for (auto& e : exact) behind = behind || (e.memory <= q.memory && e.time <= q.time);
+      CHECK(behind);
+    }
+  }
+}
+
+TEST_CASE("blocks that cannot be powered are named with the reason") {
+  std::mt19937_64 rng(5);
+  auto g = random_repeated(rng, 1, 5, 2, 1, 2, false);
+  CHECK(to::check_repeated(g.p, g.rb) == "");
+  // an edge from a middle instance to the suffix
+  auto h = g;
+  const int mid = h.rb.instances[2][0], last = int(h.p.nodes.size() - 1);
+  h.p.edges.push_back({mid, last, std::vector<std::int64_t>(h.p.nodes[std::size_t(mid)].configs.size() *
+                                                            h.p.nodes[std::size_t(last)].configs.size(), 1),
+                       std::vector<std::int64_t>(h.p.nodes[std::size_t(mid)].configs.size() *
+                                                 h.p.nodes[std::size_t(last)].configs.size(), 0)});
+  CHECK(to::check_repeated(h.p, h.rb).find("middle instance") != std::string::npos);
+  CHECK_THROWS_AS(to::solve_repeated(h.p, h.rb), to::invalid_argument);
+  // a middle instance with other costs
+  auto k = g;
+  k.p.nodes[std::size_t(k.rb.instances[2][0])].configs[0].time += 1;
+  CHECK(to::check_repeated(k.p, k.rb).find("differ") != std::string::npos);
+  // two instances only
+  auto two = g;
+  two.rb.instances.resize(2);
+  CHECK(to::check_repeated(two.p, two.rb) != "");
+}
