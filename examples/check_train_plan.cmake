@@ -10,8 +10,14 @@ function(run_ok out_var)
   set(${out_var} "${out}" PARENT_SCOPE)
 endfunction()
 
-# 1. Plan train_gpt's model for 4 CPU devices in fp32 and save the chosen plan.
-run_ok(out ${PLAN} --model gpt-tiny --gpu cpu --precision fp32 --devices 4 --micro-batches 1
+# 1. Plan train_gpt's model (the spec it prints at start) for 4 CPU devices in fp32
+#    and save the chosen plan.
+run_ok(out ${TRAIN} --steps 1)
+if(NOT out MATCHES "model (gpt:[^\n]*)\n")
+  message(FATAL_ERROR "train_gpt does not print its model spec:\n${out}")
+endif()
+set(spec "${CMAKE_MATCH_1}")
+run_ok(out ${PLAN} --model ${spec} --gpu cpu --precision fp32 --devices 4 --micro-batches 1
        --no-baselines --quiet --save-plan ${OUT}/p.json)
 if(NOT EXISTS ${OUT}/p.json)
   message(FATAL_ERROR "tensoropt-plan --save-plan wrote no file:\n${out}")
@@ -27,18 +33,25 @@ if(NOT out MATCHES "plan file ${OUT}/p.json on 4 devices")
   message(FATAL_ERROR "train_gpt did not run the plan file:\n${out}")
 endif()
 
-# 3. Refusals: another device count, another precision.
+# 3. Refusals: another device count, another precision, another model.
 execute_process(COMMAND ${TRAIN} --devices 2 --plan ${OUT}/p.json --steps 1 RESULT_VARIABLE rc
                 OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
 if(rc EQUAL 0 OR NOT err MATCHES "the plan is for 4 devices \\(1 x 4\\), this run has 2")
   message(FATAL_ERROR "a 4-device plan on 2 devices was not refused as expected (${rc}):\n${out}\n${err}")
 endif()
-run_ok(out ${PLAN} --model gpt-tiny --gpu cpu --precision bf16-mixed --devices 4 --micro-batches 1
+run_ok(out ${PLAN} --model ${spec} --gpu cpu --precision bf16-mixed --devices 4 --micro-batches 1
        --no-baselines --quiet --save-plan ${OUT}/bf16.json)
 execute_process(COMMAND ${TRAIN} --devices 4 --plan ${OUT}/bf16.json --steps 1 RESULT_VARIABLE rc
                 OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
 if(rc EQUAL 0 OR NOT err MATCHES "the CPU backend runs fp32: plan with --precision fp32")
   message(FATAL_ERROR "a bf16 plan was not refused as expected (${rc}):\n${out}\n${err}")
+endif()
+
+string(REPLACE "layers=2" "layers=3" other "${spec}")
+execute_process(COMMAND ${TRAIN} --model ${other} --devices 4 --plan ${OUT}/p.json --steps 1 RESULT_VARIABLE rc
+                OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+if(rc EQUAL 0 OR NOT err MATCHES "the plan was made for another model")
+  message(FATAL_ERROR "a plan for ${spec} ran on ${other} (${rc}):\n${out}\n${err}")
 endif()
 
 # 4. 6 steps in one run equal 3 steps, a checkpoint, and 3 resumed steps.

@@ -1,12 +1,18 @@
 // tensoropt-plan: the planner program. Computes the time-memory frontier of a zoo
-// model on a cluster (or of a problem file), prints it, and writes JSON, SVG and HTML.
+// model or a gpt:/bert: spec on a cluster (or of a problem file), prints it, and
+// writes JSON, SVG and HTML. `--help` lists the flags (plan/cli.hpp).
 #include <tensoropt/tensoropt.hpp>
+#include <tensoropt/core/output_file.hpp>
+#include <tensoropt/cost/device_spec.hpp>
+#include <tensoropt/models/model_spec.hpp>
 #include <tensoropt/models/zoo.hpp>
 #include <tensoropt/plan/cli.hpp>
 #include <tensoropt/plan/explore.hpp>
 #include <tensoropt/plan/planner.hpp>
+#include <tensoropt/plan/strategy_spec.hpp>
 #include <cstdio>
 #include <fstream>
+#include <utility>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -17,16 +23,22 @@ using namespace to::literals;
 namespace {
 
 void write_file(const std::string& path, const std::string& text, const char* what) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    if (!f) throw to::invalid_argument(std::string("cannot write the ") + what + " to '" + path + "'");
-    f << text;
-    if (!f.flush()) throw to::invalid_argument(std::string("writing the ") + what + " to '" + path + "' failed");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw to::invalid_argument(std::string("cannot move the ") + what + " into place at '" + path + "'");
+  to::write_output_file(path, text, what);
   std::printf("wrote %s: %s\n", what, path.c_str());
+}
+
+// Every output path is checked before the search starts; with one of them "-" (stdout)
+// the program's own messages go to stderr.
+void prepare_outputs(const to::plan_cli& c) {
+  int to_stdout = 0;
+  for (auto [path, what] : {std::pair{&c.frontier_json, "frontier"}, {&c.problem_json, "problem"},
+                            {&c.svg, "plot"}, {&c.html, "report"}, {&c.save_plan, "plan"}}) {
+    if (path->empty()) continue;
+    to::check_output_path(*path, what);
+    to_stdout += to::detail::is_stdout_path(*path);
+  }
+  if (to_stdout > 1) throw to::invalid_argument("only one output can go to stdout ('-')");
+  if (to_stdout) to::reserve_stdout_for_data();
 }
 
 std::string read_file(const std::string& path) {
@@ -38,18 +50,54 @@ std::string read_file(const std::string& path) {
 }
 
 void list_models() {
-  std::printf("%-16s %-9s %9s %7s %5s  %s\n", "name", "family", "params", "batch", "gpus", "gpu");
+  std::printf("%-16s %-9s %9s %7s %5s  %-10s %s\n", "name", "family", "params", "batch", "gpus", "gpu",
+              "spec (--model accepts it; change any key)");
   for (auto& m : to::models::list())
-    std::printf("%-16.*s %-9.*s %8.2fB %7lld %5lld  %.*s\n", int(m.name.size()), m.name.data(),
+    std::printf("%-16.*s %-9.*s %8.2fB %7lld %5lld  %-10.*s %s\n", int(m.name.size()), m.name.data(),
                 int(m.family.size()), m.family.data(), m.parameters / 1e9, (long long)m.batch, (long long)m.gpus,
-                int(m.gpu.size()), m.gpu.data());
+                int(m.gpu.size()), m.gpu.data(), m.spec.c_str());
+}
+
+/// The device of --gpu (a preset name or a gpu: spec), else the model's preset.
+to::device gpu_of(const to::plan_cli& c, std::string_view model_default) {
+  if (to::is_device_spec(c.gpu)) return to::make_device(to::parse_device_spec(c.gpu), "custom");
+  return to::gpus::find(c.gpu.empty() ? model_default : std::string_view(c.gpu));
+}
+
+/// The model named by --model: a zoo entry, or a gpt:/bert: spec (its defaults:
+/// one node of 8 x A100-80GB, as the default job), and its graph.
+struct chosen_model {
+  to::models::model_info info;
+  to::op_graph graph;
+};
+chosen_model resolve_model(const to::plan_cli& c) {
+  if (!to::models::is_model_spec(c.model)) {
+    const auto& m = to::models::find(c.model);
+    return {m, m.lower()};
+  }
+  const auto spec = to::models::parse_model_spec(c.model);
+  static const std::string name = spec.text();
+  to::models::model_info i;
+  i.name = name;
+  i.family = to::models::name_of(spec.kind);
+  i.description = "a model given as a spec";
+  i.batch = spec.config.batch;
+  i.gpus = 8;
+  i.gpus_per_node = 8;
+  i.gpu = "a100-80gb";
+  i.spec = name;
+  chosen_model out{i, spec.lower()};
+  out.info.parameters = out.graph.parameter_count();
+  return out;
 }
 
 void list_gpus() {
-  std::printf("%-12s %10s %12s %12s\n", "name", "memory", "peak bf16", "HBM");
+  std::printf("%-12s %10s %12s %12s  %s\n", "name", "memory", "peak bf16", "HBM",
+              "spec (--gpu accepts it; change any key)");
   for (auto* d : to::gpus::all)
-    std::printf("%-12.*s %10s %9.0f TF %8.0f GB/s\n", int(d->name.size()), d->name.data(),
-                to::format_bytes(d->capacity).c_str(), d->peak_half / to::tflop_per_s(1), d->memory_bw / to::gb_per_s(1));
+    std::printf("%-12.*s %10s %9.0f TF %8.0f GB/s  %s\n", int(d->name.size()), d->name.data(),
+                to::format_bytes(d->capacity).c_str(), d->peak_half / to::tflop_per_s(1), d->memory_bw / to::gb_per_s(1),
+                d == &to::gpus::cpu ? "(calibrated host defaults)" : to::to_spec(*d).c_str());
 }
 
 void print_graph_summary(const to::op_graph& g) {
@@ -59,6 +107,13 @@ void print_graph_summary(const to::op_graph& g) {
               "per iteration (batch %lld)\n",
               g.name.c_str(), g.ops.size(), params_ops, g.edges().size(), g.parameter_count(), g.fwd_flops(),
               (long long)g.batch);
+}
+
+/// --all-points: every point in the table, plot and HTML instead of the 1 % cover.
+void show_points(const to::plan_cli& c, to::frontier_report& rep) {
+  if (!c.all_points) return;
+  rep.display_tolerance = 0;
+  rep.max_shown = std::size_t(-1);
 }
 
 int solve_file(const to::plan_cli& c) {
@@ -80,14 +135,17 @@ int solve_file(const to::plan_cli& c) {
   for (auto& e : points)
     rep.points.push_back({to::seconds_of(e) / 1_s, to::bytes_of(e) / 1_B, e.micro_batches, e.choice, e.labels,
                           std::to_string(e.choice.size()) + " nodes"});
+  for (auto& n : p.nodes) rep.op_names.push_back(n.name);
+  show_points(c, rep);
   if (c.memory_budget) {
+    (void)to::detail::checked_cost(*c.memory_budget * to::gib, "--memory-budget (in bytes)");
     const to::bytes budget = *c.memory_budget * 1_GiB;
     const auto q = to::fastest_within(r, budget);
     if (!q) throw to::infeasible(to::no_fit_message(r.points, budget));
     rep.chosen = int(*q);
     rep.budget = budget / 1_B;
   }
-  std::fputs(to::format_table(rep, 40).c_str(), stdout);
+  std::fputs(to::format_table(rep).c_str(), stdout);
   if (!c.frontier_json.empty()) write_file(c.frontier_json, to::write_frontier_json(points), "frontier");
   if (!c.svg.empty()) write_file(c.svg, to::to_svg(rep), "plot");
   if (!c.html.empty()) write_file(c.html, to::to_html(rep), "report");
@@ -95,7 +153,7 @@ int solve_file(const to::plan_cli& c) {
 }
 
 to::cluster make_cluster(const to::plan_cli& c, const to::models::model_info& m, long devices_override = -1) {
-  const auto& gpu = to::gpus::find(c.gpu.empty() ? m.gpu : std::string_view(c.gpu));
+  const auto gpu = gpu_of(c, m.gpu);
   if (devices_override > 0) {
     const long per = std::min<long>(devices_override, c.gpus_per_node ? *c.gpus_per_node : long(m.gpus_per_node));
     if (devices_override % per)
@@ -144,12 +202,56 @@ int explore_devices(const to::plan_cli& c, const to::models::model_info& m, cons
     }
     std::printf("%7lld  %-20s %10s %10s %10s %10s %6zu%s\n", (long long)r.devices, r.cl.describe().c_str(),
                 to::format_bytes(r.least_memory).c_str(), to::format_seconds(r.fastest_time).c_str(),
-                r.fit ? to::format_seconds(r.fit_time).c_str() : "no fit",
-                r.fit ? to::format_bytes(r.fit_memory).c_str() : "-", r.points,
+                r.fit >= 0 ? to::format_seconds(r.fit_time).c_str() : "no fit",
+                r.fit >= 0 ? to::format_bytes(r.fit_memory).c_str() : "-", r.points,
                 r.devices == ex.fewest ? "  <- fewest" : "");
   }
   if (ex.fewest > 0) std::printf("fewest devices that fit: %lld\n", (long long)ex.fewest);
   else std::printf("no listed device count fits; try more devices, micro-batches or a larger budget\n");
+  return 0;
+}
+
+/// --strategy SPEC: evaluates one plan; --frontier-json writes it as a one-point
+/// frontier indexing the problem written by --problem-json (built without dropping
+/// locally dominated configs, so the SPEC's configs are in it).
+int evaluate_strategy(const to::plan_cli& c, const to::op_graph& g, const to::cluster& cl) {
+  const auto s = to::parse_strategy_spec(c.strategy);
+  to::build_options bo;
+  bo.prec = to::parse_precision(c.precision);
+  bo.micro_batches = c.micro_batches ? to::index_t(*c.micro_batches) : 1;
+  if (g.batch % bo.micro_batches != 0)
+    throw to::invalid_argument("--micro-batches " + std::to_string(bo.micro_batches) + " does not divide the batch " +
+                               std::to_string(g.batch));
+  const auto ev = to::evaluate_spec(s, g, cl, bo);
+  std::printf("strategy %s on %s, %lld micro-batch(es), precision %s\n", c.strategy.c_str(), cl.describe().c_str(),
+              (long long)bo.micro_batches, std::string(bo.prec.name).c_str());
+  std::printf("predicted: %s per iteration, %s per device (%s), model FLOPs utilization %.1f %%\n",
+              to::format_seconds(ev.time).c_str(), to::format_bytes(ev.memory).c_str(),
+              ev.memory <= cl.gpu_spec.capacity.value ? "fits" : "does NOT fit the device", 100 * ev.mfu);
+  std::printf("%-40s %12s %12s\n", "op (with its incoming edges)", "time", "memory");
+  for (auto& o : ev.ops)
+    if (o.time > 0 || o.memory > 0)
+      std::printf("%-40s %12s %12s\n", o.name.c_str(), to::format_seconds(o.time).c_str(),
+                  to::format_bytes(o.memory).c_str());
+  if (!c.frontier_json.empty() || !c.problem_json.empty()) {
+    bo.drop_dominated = false;
+    const auto bp = to::build_problem(g, cl, bo);
+    to::frontier_point e;
+    e.micro_batches = int(bo.micro_batches);
+    for (std::size_t i = 0; i < ev.configs.size(); ++i) {
+      const int k = to::config_index(bp, int(i), ev.configs[i]);
+      if (k < 0)
+        throw to::invalid_argument("--strategy: op '" + g.ops[i].name + "' gets a config the problem builder does "
+                                   "not enumerate (bounding rules); it cannot be written as a frontier point");
+      e.choice.push_back(k);
+      e.labels.push_back(bp.prob.nodes[i].configs[std::size_t(k)].label);
+    }
+    const auto pc = to::cost_of(bp.prob, e.choice);
+    e.time = pc.time;
+    e.memory = pc.memory;
+    if (!c.problem_json.empty()) write_file(c.problem_json, to::write_problem_json(bp.prob), "problem");
+    if (!c.frontier_json.empty()) write_file(c.frontier_json, to::write_frontier_json({e}), "frontier");
+  }
   return 0;
 }
 
@@ -158,16 +260,20 @@ int run(int argc, char** argv) {
   if (c.help) { std::fputs(to::plan_cli_usage().c_str(), stdout); return 0; }
   if (c.list_models) { list_models(); return 0; }
   if (c.list_gpus) { list_gpus(); return 0; }
+  prepare_outputs(c);
   if (!c.solve.empty()) return solve_file(c);
 
-  const auto& m = to::models::find(c.model);
-  to::op_graph g = m.lower();
+  if (!c.gpu.empty()) gpu_of(c, "");  // a bad name or spec is refused before any work
+  const auto model = resolve_model(c);
+  const auto& m = model.info;
+  to::op_graph g = model.graph;
   if (c.batch) g = to::with_global_batch(g, *c.batch);
   print_graph_summary(g);
   std::fflush(stdout);
   if (!c.device_counts.empty()) return explore_devices(c, m, g);
 
   const auto cl = make_cluster(c, m);
+  if (!c.strategy.empty()) return evaluate_strategy(c, g, cl);
   const auto o = make_options(c, cl);
   std::printf("cluster %s (%s per device), precision %s\n", cl.describe().c_str(),
               to::format_bytes(cl.gpu_spec.capacity).c_str(), std::string(o.build.prec.name).c_str());
@@ -178,7 +284,7 @@ int run(int argc, char** argv) {
               pf.parts.size() == 1 ? "" : "s", pf.search_seconds,
               pf.exact ? " (exact)" : " (approximate)");
   if (pf.points.empty())
-    throw to::infeasible("no plan of " + c.model + " fits " + to::format_bytes(cl.gpu_spec.capacity) +
+    throw to::infeasible("no plan of " + std::string(m.name) + " fits " + to::format_bytes(cl.gpu_spec.capacity) +
                          " per device on " + cl.describe() + "; add devices or micro-batches (--batch smaller)");
 
   std::optional<to::bytes> budget;
@@ -193,17 +299,24 @@ int run(int argc, char** argv) {
                   to::format_seconds(least->time()).c_str(), least->summary().c_str());
     }
   }
-  const auto rep = to::make_report(pf, std::string(m.name), chosen, budget);
-  if (!c.save_plan.empty()) {
-    if (budget && !chosen) throw to::infeasible("--save-plan: " + pf.no_fit_message(*budget));
-    const auto saved = chosen ? chosen : pf.fastest();
-    write_file(c.save_plan, to::write_plan_json(to::make_plan_file(*saved, c.model)), "plan");
+  auto rep = to::make_report(pf, std::string(m.name), chosen, budget);
+  for (auto& p : rep.points) {  // predicted model FLOPs utilization, so implausible predictions show
+    char mfu[32];
+    std::snprintf(mfu, sizeof mfu, "MFU %.1f %%, ", 100 * to::model_flops_utilization(g, p.time, cl, o.build.prec));
+    p.summary = mfu + p.summary;
   }
-  std::fputs(to::format_table(rep, 40).c_str(), stdout);
+  show_points(c, rep);
+  std::fputs(to::format_table(rep).c_str(), stdout);
   if (chosen)
     std::printf("\nchosen plan #%zu (fastest within %s): %s per device, %s per iteration, micro-batches %d\n  %s\n",
                 chosen->index(), to::format_bytes(*budget).c_str(), to::format_bytes(chosen->memory()).c_str(),
                 to::format_seconds(chosen->time()).c_str(), chosen->micro_batches(), chosen->summary().c_str());
+  if (!c.save_plan.empty()) {
+    if (budget && !chosen) throw to::infeasible("--save-plan: " + pf.no_fit_message(*budget));
+    const auto saved = chosen ? chosen : pf.fastest();
+    write_file(c.save_plan, to::write_plan_json(to::make_plan_file(*saved, m.spec.empty() ? std::string(m.name) : m.spec)),
+               "plan");
+  }
   if (!c.frontier_json.empty()) write_file(c.frontier_json, to::write_frontier_json(pf.points), "frontier");
   if (!c.problem_json.empty()) {
     if (pf.parts.empty() || !pf.parts[0].built) throw to::infeasible("no problem to write: the search found no plan");

@@ -2,6 +2,7 @@
 // in range, specs refuse unknown/missing/repeated keys, help and specs print back.
 #include <tensoropt/core/command_line.hpp>
 #include <tensoropt/core/reflect.hpp>
+#include <tensoropt/core/reflect_json.hpp>
 #include <doctest/doctest.h>
 #include <optional>
 #include <string>
@@ -134,4 +135,42 @@ TEST_CASE("help text comes from the table") {
   CHECK(h.find("  --mode V                the mode; one of a, bb, c, default a\n") != std::string::npos);
   CHECK(h.find("  --verbose               talk\n") != std::string::npos);
   CHECK(h.find("  --budget V              a budget; range (0, 10]\n") != std::string::npos);
+}
+
+TEST_CASE("JSON from the same table: round trip and refusals naming the key") {
+  opts o;
+  o.n = 9;
+  o.budget = 1.5;
+  o.list = {2, 4};
+  o.name = "x";
+  const auto j = to_json(o);
+  CHECK(j.dump() == R"({"budget":1.5,"list":[2,4],"mode":"a","n":9,"name":"x","p":0.5,"verbose":false})");
+  const auto back = from_json<opts>(j, "cfg");
+  CHECK(back.n == 9);
+  CHECK(back.budget == 1.5);
+  CHECK(back.list == o.list);
+  CHECK(back.name == "x");
+  CHECK(!from_json<opts>(nlohmann::json{{"n", 1}}, "cfg").budget);
+  struct bad {
+    const char* json;
+    const char* message;
+  };
+  const bad cases[] = {
+      {R"([1])", "cfg: expected an object with keys n, p, mode"},
+      {R"({"p": 0.1})", "cfg: missing key 'n' (required: n)"},
+      {R"({"n": 1, "q": 2})", "cfg: unknown key 'q'; valid keys: n, p, mode, budget, list, verbose, name"},
+      {R"({"n": "3"})", "cfg.n: expected an integer, got \"3\""},
+      {R"({"n": 2.5})", "cfg.n: expected an integer, got 2.5"},
+      {R"({"n": 0})", "cfg.n: expected an integer in [1, 100], got '0'"},
+      {R"({"n": 1, "p": 1.0})", "cfg.p: expected a number in [0, 1), got '1.0'"},
+      {R"({"n": 1, "mode": "z"})", "cfg.mode: expected one of a, bb, c, got 'z'"},
+      {R"({"n": 1, "verbose": 1})", "cfg.verbose: expected true or false, got 1"},
+      {R"({"n": 1, "list": [1, "2"]})", "cfg.list: expected an array of integers"},
+      {R"({"n": 1, "list": [9]})", "cfg.list: expected an integer in [1, 8], got '9'"},
+  };
+  for (const auto& b : cases) {
+    CAPTURE(b.json);
+    CHECK_THROWS_WITH_AS(from_json<opts>(nlohmann::json::parse(b.json), "cfg"), doctest::Contains(b.message),
+                         format_error);
+  }
 }

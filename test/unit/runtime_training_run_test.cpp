@@ -2,7 +2,7 @@
 // files are refused for another device count or a precision the CPU backend does
 // not run.
 #include <doctest/doctest.h>
-#include <tensoropt/models/gpt.hpp>
+#include <tensoropt/models/model_spec.hpp>
 #include "runtime_models.hpp"
 #include <cstdio>
 #include <filesystem>
@@ -75,7 +75,11 @@ TEST_CASE("a run resumed from a checkpoint continues the step count and gives th
 }
 
 TEST_CASE("plan files: chosen, saved, loaded and refused for the wrong devices or precision") {
-  const auto g = to::lower<to::models::gpt_tiny>();
+  const to::models::gpt_config tiny{.layers = 2, .hidden = 64, .heads = 4, .seq = 32, .vocab = 64, .batch = 8,
+                                    .dropout = 0.0};
+  const auto kind = to::models::transformer_kind::gpt;
+  const auto g = to::models::lower_transformer(tiny, kind);
+  const std::string spec = to::models::to_spec(tiny, kind);
   const auto cl = to::cluster::single_node(4);
   const auto picked = rt::choose_training_plan(g, cl, fp32_options(), std::nullopt);
   CHECK(picked.plan.mesh.devices() == 4);
@@ -89,11 +93,11 @@ TEST_CASE("plan files: chosen, saved, loaded and refused for the wrong devices o
   {
     std::FILE* f = std::fopen(path.c_str(), "wb");
     REQUIRE(f);
-    const auto text = to::write_plan_json(to::make_plan_file(*p, "gpt-tiny"));
+    const auto text = to::write_plan_json(to::make_plan_file(*p, spec));
     std::fwrite(text.data(), 1, text.size(), f);
     std::fclose(f);
   }
-  const auto loaded = rt::choose_training_plan(g, cl, fp32_options(), std::nullopt, path);
+  const auto loaded = rt::choose_training_plan(g, cl, fp32_options(), std::nullopt, path, spec);
   CHECK(loaded.plan.configs == p->training_plan().configs);
   CHECK(loaded.memory == p->memory());
   CHECK(loaded.source == "plan file " + path);
@@ -107,6 +111,19 @@ TEST_CASE("plan files: chosen, saved, loaded and refused for the wrong devices o
   const auto fb = to::read_plan_json(to::write_plan_json(to::make_plan_file(*pb.fastest())));
   CHECK_THROWS_WITH_AS((void)rt::load_training_plan(fb, g, 4),
                        doctest::Contains("the CPU backend runs fp32: plan with --precision fp32"),
+                       to::invalid_argument);
+  rt::backend_options cuda_fp32;
+  cuda_fp32.kind = "cuda";
+  CHECK_THROWS_WITH_AS((void)rt::load_training_plan(fb, g, 4, spec, cuda_fp32),
+                       doctest::Contains("this run trains in fp32: plan with --precision fp32 or run with "
+                                         "--precision bf16-mixed"),
+                       to::invalid_argument);
+  // A plan saved for another spec is refused naming both.
+  auto other = tiny;
+  other.layers = 3;
+  CHECK_THROWS_WITH_AS((void)rt::choose_training_plan(g, cl, fp32_options(), std::nullopt, path,
+                                                      to::models::to_spec(other, kind)),
+                       doctest::Contains(("the plan was made for another model: " + spec + ", this run trains ").c_str()),
                        to::invalid_argument);
   // No plan within a tiny budget: the message names the least memory.
   CHECK_THROWS_WITH_AS((void)rt::choose_training_plan(g, cl, fp32_options(), to::bytes(1)),

@@ -30,7 +30,6 @@
 #include <charconv>
 #include <cmath>
 #include <concepts>
-#include <cstdio>
 #include <limits>
 #include <optional>
 #include <string>
@@ -54,6 +53,7 @@ concept Reflected = requires { reflection<S>::fields; };
 /// return a copy so a table reads as one expression per field.
 template <class S, class T>
 struct field_info {
+  using member_type = T;
   std::string_view name;
   T S::*member;
   std::string_view help;
@@ -88,11 +88,14 @@ template <class T> struct value_of<std::optional<T>> { using type = T; };
 template <class T>
 concept integer_value = std::integral<T> && !std::same_as<T, bool>;
 
+/// The shortest text that reads back as exactly v ("0.1", "131.3180923461914",
+/// whole numbers in full: "1000000").
 inline std::string format_number(double v) {
   if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.15g", v);
-  return buf;
+  if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string((long long)v);
+  char buf[40];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
 }
 
 /// "[1, 1000000]", "(0, inf)", "[0, 1)", or "one of local, mpi".

@@ -34,7 +34,9 @@ struct plan_cli {
   std::optional<double> time_target;    ///< seconds, with --device-counts
   std::string frontier_json, problem_json, solve, svg, html;
   std::string save_plan;                ///< write the chosen plan (tensoropt-plan/1)
+  std::string strategy;                 ///< evaluate this SPEC instead of searching
   bool no_baselines = false, quiet = false, help = false;
+  bool all_points = false;  ///< table, plot and HTML show every point, not a 1 % cover
 
   given_flags given;  ///< the flags the command line named
   bool model_given() const { return given.has("model"); }
@@ -51,7 +53,9 @@ struct reflection<plan_cli> {
       field("devices", &c::devices, "one node of N devices; default: the model's count").range(1, 1 << 20).meta("N"),
       field("nodes", &c::nodes, "nodes, with --gpus-per-node").range(1, 1 << 20).meta("N"),
       field("gpus-per-node", &c::gpus_per_node, "devices per node, with --nodes").range(1, 1 << 16).meta("G"),
-      field("gpu", &c::gpu, "device preset, default: the model's; see --list-gpus").meta("NAME"),
+      field("gpu", &c::gpu, "device preset (--list-gpus) or a spec gpu:memory-gib=..,bf16-tflops=..,"
+                            "fp32-tflops=..,hbm-gbs=..,nvlink-gbs=..,network-gbs=..; default: the model's")
+          .meta("NAME|SPEC"),
       field("list-gpus", &c::list_gpus, "list the device presets"),
       field("precision", &c::precision, "training precision").one_of("fp32|bf16-mixed|bf16").meta("P"),
       field("batch", &c::batch, "global batch; default: the model's").range(1, 1L << 40).meta("B"),
@@ -69,9 +73,14 @@ struct reflection<plan_cli> {
           .meta("FILE"),
       field("save-plan", &c::save_plan, "write the chosen plan, tensoropt-plan/1: the fastest within "
                                         "--memory-budget, else the fastest that fits the device").meta("FILE"),
+      field("strategy", &c::strategy, "evaluate one plan instead of searching: dp=..,tp=..,sp=0|1,"
+                                      "recompute=none|selective|full,zero=0|1 (dp default: devices / tp)")
+          .meta("SPEC"),
       field("solve", &c::solve, "read a tensoropt-problem/1 file instead of a model").meta("FILE"),
       field("svg", &c::svg, "plot of the frontier").meta("FILE"),
       field("html", &c::html, "report of the frontier").meta("FILE"),
+      field("all-points", &c::all_points, "show every frontier point in the table, plot and HTML; default: a "
+                                          "cover, every point within 1 % in time of a shown one with no more memory"),
       field("no-baselines", &c::no_baselines, "skip the baselines"),
       field("quiet", &c::quiet, "no progress on stderr"),
       field("help", &c::help, "print this help"));
@@ -97,7 +106,7 @@ inline plan_cli parse_plan_cli(int argc, const char* const* argv) {
   if (g.has("time-target") && !g.has("device-counts"))
     throw invalid_argument("--time-target picks the fewest devices among --device-counts: add --device-counts "
                            "LIST (e.g. 1,2,4,8)");
-  if (!c.problem_json.empty() && !c.micro_batches && c.solve.empty())
+  if (!c.problem_json.empty() && !c.micro_batches && c.solve.empty() && c.strategy.empty())
     throw invalid_argument("--problem-json writes one problem, which needs one micro-batch count: "
                            "add --micro-batches K (e.g. --micro-batches 1)");
   if (!c.solve.empty()) {
@@ -109,6 +118,9 @@ inline plan_cli parse_plan_cli(int argc, const char* const* argv) {
         throw invalid_argument("--" + std::string(f) + " does not apply to --solve, which reads the problem "
                                "(model, cluster and precision are already in it): drop --" + std::string(f));
   }
+  if (g.has("save-plan") && g.has("strategy"))
+    throw invalid_argument("--save-plan writes a plan of the frontier; --strategy evaluates one without searching: "
+                           "drop one");
   if (g.has("save-plan") && g.has("device-counts"))
     throw invalid_argument("--save-plan writes one plan of one cluster; --device-counts plans several: drop one");
   if (g.has("device-counts") && (g.has("devices") || g.has("nodes")))

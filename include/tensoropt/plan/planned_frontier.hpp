@@ -29,6 +29,7 @@
 #include "build_problem.hpp"
 #include "plan.hpp"
 #include "report.hpp"
+#include "search_mode.hpp"
 #include "summary.hpp"
 
 namespace tensoropt {
@@ -38,8 +39,11 @@ struct plan_part {
   index_t micro_batches = 1;
   std::shared_ptr<const built_problem> built;  ///< null once no final point uses it
   frontier_result frontier;
-  double build_seconds = 0, solve_seconds = 0;
+  double build_seconds = 0, solve_seconds = 0, check_seconds = 0;
   std::size_t configs = 0, edges = 0;
+  search_mode mode = search_mode::exact;  ///< the mode that ran
+  std::string why;                        ///< why that mode (or why the k was skipped)
+  restriction_check check;                ///< fast mode: the check of its restriction
 };
 
 struct planned_frontier {
@@ -52,6 +56,9 @@ struct planned_frontier {
   std::vector<baseline_result> baselines;
   double search_seconds = 0;
   bool exact = true;
+  bool restricted = false;              ///< some k ran in fast mode
+  /// One line per distinct mode decision ("fast mode: ... (k = 1, 2, 4)").
+  std::vector<std::string> mode_notes;
 
   std::size_t size() const { return points.size(); }
   bool empty() const { return points.empty(); }

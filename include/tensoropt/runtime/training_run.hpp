@@ -7,9 +7,9 @@
 //
 //   choose_training_plan(g, cluster, options, budget, plan_path)
 //     plan_path given: reads the "tensoropt-plan/1" file (plan/plan_file.hpp) and
-//     refuses it, naming the difference, when it was made for another model, another
-//     device count, or a precision this backend does not run (the CPU backend runs
-//     fp32); otherwise plans `g` on `cluster` and takes the fastest plan within the
+//     refuses it, naming the difference, when it was made for another model (its spec,
+//     name, batch, ops or dims), another device count, or another precision than the
+//     run's (the CPU backend runs fp32 only); otherwise plans `g` on `cluster` and takes the fastest plan within the
 //     budget, or with no budget the fastest within the geometric mean of the least
 //     and the most memory (a plan between the two ends of the frontier).
 //   train(g, plan, world, next_batch, options)
@@ -36,14 +36,22 @@ namespace tensoropt::runtime {
 /// The precision the CPU backend trains in.
 inline constexpr std::string_view cpu_backend_precision = "fp32";
 
-/// The training plan of plan file `f` for graph `g` on `devices` devices of the CPU
-/// backend. Throws invalid_argument naming the difference when the plan is for
-/// another model, another device count, or a precision the backend does not run.
-inline training_plan load_training_plan(const plan_file& f, const op_graph& g, int devices) {
-  if (f.precision != cpu_backend_precision)
+/// The training plan of plan file `f` for graph `g` (given as `model_spec`, may be
+/// empty) on `devices` devices of backend `bo`. Throws invalid_argument naming the
+/// difference when the plan is for another model, another device count, or a
+/// precision other than the run's.
+inline training_plan load_training_plan(const plan_file& f, const op_graph& g, int devices,
+                                        const std::string& model_spec = {}, const backend_options& bo = {}) {
+  if (bo.kind == "cpu" && f.precision != cpu_backend_precision)
     throw invalid_argument("the plan is for precision " + f.precision + "; the CPU backend runs " +
                            std::string(cpu_backend_precision) + ": plan with --precision " +
                            std::string(cpu_backend_precision));
+  if (f.precision != bo.prec.name)
+    throw invalid_argument("the plan is for precision " + f.precision + ", this run trains in " +
+                           std::string(bo.prec.name) + ": plan with --precision " + std::string(bo.prec.name) +
+                           " or run with --precision " + f.precision);
+  if (!model_spec.empty() && !f.spec.empty() && f.spec != model_spec)
+    throw invalid_argument("the plan was made for another model: " + f.spec + ", this run trains " + model_spec);
   if (f.devices() != devices)
     throw invalid_argument("the plan is for " + std::to_string(f.devices()) + " devices (" +
                            std::to_string(f.nodes) + " x " + std::to_string(f.gpus_per_node) +
@@ -64,11 +72,12 @@ struct chosen_plan {
 /// Picks the plan of a run; see the header comment. Throws invalid_argument for a
 /// plan file that does not fit, infeasible when no plan fits the budget.
 inline chosen_plan choose_training_plan(const op_graph& g, const cluster& cl, const planner_options& po,
-                                        std::optional<bytes> budget, const std::string& plan_path = {}) {
+                                        std::optional<bytes> budget, const std::string& plan_path = {},
+                                        const std::string& model_spec = {}, const backend_options& bo = {}) {
   chosen_plan c;
   if (!plan_path.empty()) {
     const auto f = load_plan_file(plan_path);
-    c.plan = load_training_plan(f, g, int(cl.mesh.devices()));
+    c.plan = load_training_plan(f, g, int(cl.mesh.devices()), model_spec, bo);
     c.time = f.time;
     c.memory = f.memory;
     c.source = "plan file " + plan_path;
@@ -91,6 +100,7 @@ struct training_options {
   int steps = 60;                 ///< steps to run in this call
   optimizer_options optimizer{};
   std::uint64_t seed = 1234;      ///< initial weights and random streams
+  backend_options backend{};      ///< where the devices run and in which precision
   std::string resume;             ///< checkpoint to start from (empty: fresh weights)
   std::string save;               ///< checkpoint to write after the steps (empty: none)
   /// Called after every step with the global step number, its loss and its seconds.
@@ -111,7 +121,7 @@ template <class World>
 training_result train(const op_graph& g, const training_plan& plan, World& world,
                       const std::function<batch(std::int64_t)>& next_batch, const training_options& o) {
   tensoropt::detail::require(o.steps >= 0, "train: the step count must be >= 0, got " + std::to_string(o.steps));
-  trainer tr(g, plan, world, o.optimizer, o.seed);
+  trainer tr(g, plan, world, o.optimizer, o.seed, o.backend);
   if (!o.resume.empty()) tr.load(o.resume);
   training_result r;
   r.first_step = tr.device(0).steps();
