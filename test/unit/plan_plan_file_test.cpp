@@ -103,6 +103,8 @@ TEST_CASE("damaged plan files are refused naming the field") {
   CHECK(error_of(with(text, "\"degrees\":[", "\"degrees\":[0,")).find("degrees") != std::string::npos);
   CHECK(error_of(text.substr(0, text.size() / 2)).find("not valid JSON") != std::string::npos);
   CHECK(error_of("[]").find("expected a JSON object") != std::string::npos);
+  CHECK(error_of(std::string(100, '[') + std::string(100, ']')).find("nested deeper than") != std::string::npos);
+  CHECK(error_of(std::string("{\"format\"\0:1}", 14)).find("NUL byte") != std::string::npos);
   CHECK_THROWS_AS((void)load_plan_file("/nonexistent/plan.json"), format_error);
   // Degrees that do not divide the mesh are refused when the plan is applied.
   const std::string bad = with(text, "\"degrees\":[1,1]", "\"degrees\":[1,3]");

@@ -135,11 +135,11 @@ namespace detail {
 inline std::int64_t plan_json_int(const nlohmann::json& v, const std::string& at, std::int64_t lo, std::int64_t hi) {
   if (!v.is_number_integer() || v.get<std::int64_t>() < lo || v.get<std::int64_t>() > hi)
     throw format_error(at + ": expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
-                       "], got " + v.dump().substr(0, 80));
+                       "], got " + json_echo(v));
   return v.get<std::int64_t>();
 }
 inline bool plan_json_bool(const nlohmann::json& v, const std::string& at) {
-  if (!v.is_boolean()) throw format_error(at + ": expected true or false, got " + v.dump().substr(0, 80));
+  if (!v.is_boolean()) throw format_error(at + ": expected true or false, got " + json_echo(v));
   return v.get<bool>();
 }
 }  // namespace detail
@@ -148,16 +148,11 @@ inline bool plan_json_bool(const nlohmann::json& v, const std::string& at) {
 /// field.
 inline plan_file read_plan_json(std::string_view text) {
   using detail::json_field, detail::json_path, detail::json_string, detail::plan_json_int;
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw format_error(std::string("plan file: not valid JSON: ") + e.what());
-  }
+  const nlohmann::json j = detail::parse_json_text(text, "plan");
   if (!j.is_object()) throw format_error(std::string("plan file: expected a JSON object, got ") + j.type_name());
   const auto& fmt = json_field(j, "format", "");
   if (!fmt.is_string() || fmt.get<std::string>() != "tensoropt-plan/1")
-    throw format_error("format: expected \"tensoropt-plan/1\", got " + fmt.dump().substr(0, 80));
+    throw format_error("format: expected \"tensoropt-plan/1\", got " + detail::json_echo(fmt));
   plan_file f;
   const auto& m = json_field(j, "model", "");
   f.model = json_string(json_field(m, "name", "model"), "model.name");
