@@ -35,4 +35,12 @@ if(TARGET tensoropt::runtime)
       endif()
     endif()
   endforeach()
+  # A saved plan trains in train_gpt, is refused for another device count or
+  # precision, and a resumed run gives the losses of an uninterrupted one.
+  if(TENSOROPT_BUILD_TESTS AND TARGET train_gpt AND TARGET tensoropt-plan)
+    add_test(NAME example.train_gpt_plan_file
+             COMMAND ${CMAKE_COMMAND} -DPLAN=$<TARGET_FILE:tensoropt-plan> -DTRAIN=$<TARGET_FILE:train_gpt>
+                     -DOUT=${CMAKE_CURRENT_BINARY_DIR}/train_plan_test -P ${CMAKE_CURRENT_LIST_DIR}/check_train_plan.cmake)
+    set_tests_properties(example.train_gpt_plan_file PROPERTIES TIMEOUT 300 LABELS example)
+  endif()
 endif()

@@ -140,8 +140,8 @@ TEST_CASE("frontier JSON: entries, union over micro-batch counts, exact round tr
         c.memory /= 2;
         c.time += 1000;
       }
-    const auto e1 = to::frontier_entries(p1, to::solve(p1), 1);
-    const auto e2 = to::frontier_entries(p2, to::solve(p2), 2);
+    const auto e1 = to::label_points(p1, to::solve(p1), 1);
+    const auto e2 = to::label_points(p2, to::solve(p2), 2);
     CHECK_NOTHROW(to::check_frontier(p1, e1, 1));
     const auto u = to::merge_frontiers({e1, e2});
     for (std::size_t i = 1; i < u.size(); ++i) {
@@ -166,7 +166,7 @@ TEST_CASE("frontier JSON: entries, union over micro-batch counts, exact round tr
 
 TEST_CASE("frontier JSON: malformed files are rejected") {
   const auto p = to::read_problem_json(good);
-  const auto pts = to::frontier_entries(p, to::solve(p), 1);
+  const auto pts = to::label_points(p, to::solve(p), 1);
   REQUIRE(pts.size() >= 2);
   const json base = json::parse(to::write_frontier_json(pts));
   auto expect = [&](auto edit, const char* message) {

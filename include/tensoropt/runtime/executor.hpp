@@ -30,6 +30,7 @@
 #include <memory>
 #include <string>
 #include <vector>
+#include "../plan/training_plan.hpp"
 #include "../cost/op_cost.hpp"
 #include "backend.hpp"
 #include "data_plane.hpp"
@@ -39,13 +40,8 @@
 
 namespace tensoropt::runtime {
 
-/// What the executor runs: one config per op of the graph, the micro-batch count and
-/// the device mesh the configs are for.
-struct training_plan {
-  std::vector<op_config> configs;
-  int micro_batches = 1;
-  device_mesh mesh{1, 1};
-};
+/// What the executor runs (plan/training_plan.hpp).
+using tensoropt::training_plan;
 
 /// One global batch: one array per input op of the graph, in op order, each the
 /// whole (global) input tensor in row-major order (integer ids as exact floats).
