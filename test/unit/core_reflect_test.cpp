@@ -174,3 +174,9 @@ TEST_CASE("JSON from the same table: round trip and refusals naming the key") {
                          format_error);
   }
 }
+
+TEST_CASE("help lines wrap at 100 columns, indented under the help column") {
+  const std::string w = detail::wrap("aaaa bbbb cccc dddd", 4, 14);
+  CHECK(w == "aaaa bbbb\n    cccc dddd");
+  CHECK(detail::wrap("averyveryverylongword x", 4, 10) == "averyveryverylongword\n    x");
+}

@@ -187,6 +187,31 @@ V parse_scalar(std::string_view who, const field_info<S, T>& f, std::string_view
   }
 }
 
+/// `text` broken at spaces into lines of at most `width` columns, the first
+/// starting at column `indent` and the others indented to it.
+inline std::string wrap(const std::string& text, std::size_t indent, std::size_t width) {
+  std::string out, word;
+  std::size_t col = indent;
+  auto flush = [&] {
+    if (word.empty()) return;
+    if (col > indent && col + 1 + word.size() > width) {
+      out += "\n" + std::string(indent, ' ');
+      col = indent;
+    } else if (col > indent) {
+      out += ' ';
+      ++col;
+    }
+    out += word;
+    col += word.size();
+    word.clear();
+  };
+  for (char c : text)
+    if (c == ' ') flush();
+    else word += c;
+  flush();
+  return out;
+}
+
 template <class V>
 std::string format_scalar(const V& v) {
   if constexpr (std::same_as<V, bool>) return v ? "1" : "0";
@@ -318,7 +343,7 @@ std::string help_text(std::string_view prefix = "", const S& defaults = {}) {
     if constexpr (!std::same_as<T, bool>)
       if (!dv.empty()) note += (note.empty() ? "" : ", ") + std::string("default ") + dv;
     if (f.is_required) note += (note.empty() ? "" : ", ") + std::string("required");
-    out += head + std::string(f.help) + (note.empty() ? "" : "; " + note) + "\n";
+    out += head + detail::wrap(std::string(f.help) + (note.empty() ? "" : "; " + note), 26, 100) + "\n";
   });
   return out;
 }
