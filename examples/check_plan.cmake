@@ -72,4 +72,21 @@ foreach(i RANGE ${last})
     endif()
   endforeach()
 endforeach()
+# "-" is stdout: the frontier alone goes there, the table to stderr.
+execute_process(COMMAND ${PLAN} --solve ${OUT}/problem.json --micro-batches 4 --frontier-json -
+                RESULT_VARIABLE rc OUTPUT_VARIABLE js ERROR_VARIABLE err3)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "--frontier-json - failed (${rc}):\n${err3}")
+endif()
+string(JSON n3 ERROR_VARIABLE jerr LENGTH "${js}" points)
+if(jerr OR NOT n3 EQUAL n OR NOT err3 MATCHES "solved in")
+  message(FATAL_ERROR "--frontier-json - wrote no clean frontier to stdout (${jerr}):\n${js}")
+endif()
+# An output path that cannot be written fails before the search, naming the path.
+execute_process(COMMAND ${PLAN} --model mlp --devices 4 --micro-batches 4 --quiet --html ${OUT}/missing/r.html
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out4 ERROR_VARIABLE err4)
+if(rc EQUAL 0 OR NOT err4 MATCHES "cannot write the report to '.*/missing/r.html': the folder .* does not exist"
+   OR out4 MATCHES "frontier:")
+  message(FATAL_ERROR "an unwritable --html path was not refused up front (${rc}):\n${out4}\n${err4}")
+endif()
 message(STATUS "planner outputs ok: ${n} points")

@@ -2,6 +2,7 @@
 // model or a gpt:/bert: spec on a cluster (or of a problem file), prints it, and
 // writes JSON, SVG and HTML. `--help` lists the flags (plan/cli.hpp).
 #include <tensoropt/tensoropt.hpp>
+#include <tensoropt/core/output_file.hpp>
 #include <tensoropt/cost/device_spec.hpp>
 #include <tensoropt/models/model_spec.hpp>
 #include <tensoropt/models/zoo.hpp>
@@ -10,6 +11,7 @@
 #include <tensoropt/plan/planner.hpp>
 #include <cstdio>
 #include <fstream>
+#include <utility>
 #include <iostream>
 #include <sstream>
 
@@ -18,16 +20,22 @@ namespace to = tensoropt;
 namespace {
 
 void write_file(const std::string& path, const std::string& text, const char* what) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    if (!f) throw to::invalid_argument(std::string("cannot write the ") + what + " to '" + path + "'");
-    f << text;
-    if (!f.flush()) throw to::invalid_argument(std::string("writing the ") + what + " to '" + path + "' failed");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw to::invalid_argument(std::string("cannot move the ") + what + " into place at '" + path + "'");
+  to::write_output_file(path, text, what);
   std::printf("wrote %s: %s\n", what, path.c_str());
+}
+
+// Every output path is checked before the search starts; with one of them "-" (stdout)
+// the program's own messages go to stderr.
+void prepare_outputs(const to::plan_cli& c) {
+  int to_stdout = 0;
+  for (auto [path, what] : {std::pair{&c.frontier_json, "frontier"}, {&c.problem_json, "problem"},
+                            {&c.svg, "plot"}, {&c.html, "report"}}) {
+    if (path->empty()) continue;
+    to::check_output_path(*path, what);
+    to_stdout += to::detail::is_stdout_path(*path);
+  }
+  if (to_stdout > 1) throw to::invalid_argument("only one output can go to stdout ('-')");
+  if (to_stdout) to::reserve_stdout_for_data();
 }
 
 std::string read_file(const std::string& path) {
@@ -118,7 +126,8 @@ int solve_file(const to::plan_cli& c) {
     rep.points.push_back({double(e.time) / to::ps_per_second, double(e.memory), e.micro_batches, e.choice, e.labels,
                           std::to_string(e.choice.size()) + " nodes"});
   if (c.memory_budget) {
-    const auto& q = to::fastest_within(r, to::cost_t(*c.memory_budget * to::gib));
+    const auto budget = to::detail::checked_cost(*c.memory_budget * to::gib, "--memory-budget (in bytes)");
+    const auto& q = to::fastest_within(r, budget);
     for (std::size_t i = 0; i < r.points.size(); ++i)
       if (&r.points[i] == &q) rep.chosen = int(i);
     rep.budget = *c.memory_budget * to::gib;
@@ -191,6 +200,7 @@ int run(int argc, char** argv) {
   if (c.help) { std::fputs(to::plan_cli_usage().c_str(), stdout); return 0; }
   if (c.list_models) { list_models(); return 0; }
   if (c.list_gpus) { list_gpus(); return 0; }
+  prepare_outputs(c);
   if (!c.solve.empty()) return solve_file(c);
 
   if (!c.gpu.empty()) gpu_of(c, "");  // a bad name or spec is refused before any work
