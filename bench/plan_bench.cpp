@@ -1,12 +1,16 @@
-// Planner benchmark: for each workload of WORKLOADS.md at its listed device count
-// (8 devices per node), the whole planning time (problem building + Frontier
-// Tracking over every micro-batch count), the problem size and the frontier size,
-// next to the planning times peers report.
+// Planner benchmark: for every model of the zoo at its listed device count (and GPU,
+// nodes x devices per node as listed), the whole planning time (problem building +
+// search over every micro-batch count), the problem and frontier sizes, the search
+// mode that ran and the epsilon, next to the planning times peers report.
 //
-//   plan_bench [--epsilon E] [--only NAME[,NAME...]] [--micro-batches K]
+//   plan_bench [--epsilon E] [--mode auto|exact|fast] [--threads N] [--only NAME[,NAME...]]
+//              [--micro-batches K] [--no-check]
 //
-// It plans on one core (the targets are for one core) and searches only plans that
-// fit the device, as the planner does. `cpu` is the process CPU time.
+// Threads default to every core (the micro-batch counts are solved on a pool); `cpu`
+// is the process CPU time over all threads. Only plans that fit the device are
+// searched, as the planner does. Fast mode's restriction check (weighted-sum optima of
+// the unrestricted problem) is part of the timed planning and printed under each line
+// (--no-check leaves it out).
 #include <tensoropt/tensoropt.hpp>
 #include <tensoropt/core/command_line.hpp>
 #include <tensoropt/models/zoo.hpp>
@@ -16,34 +20,28 @@
 #include <ctime>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace to = tensoropt;
 
 namespace {
-struct workload {
-  const char* model;
-  long devices;
-  const char* peers;  // published planning times for the same workload
-};
-const workload workloads[] = {
-    {"gpt3-1.3b", 4, "Aceso 99 s, Alpa 4,092 s"},
-    {"gpt3-2.6b", 8, ""},
-    {"gpt3-6.7b", 16, ""},
-    {"gpt3-39b", 64, "Alpa 2,393 s"},
-    {"wresnet-1b", 4, "Aceso 45 s, Alpa 5,781 s"},
-    {"wresnet-13b", 64, ""},
-    {"moe-1.3b", 4, ""},
-    {"moe-10b", 16, ""},
-    {"inception-v3", 16, "FlexFlow budget 30 min"},
-    {"megatron-1.7b", 32, ""},
-    {"megatron-1t", 3072, ""},
-};
+// Published planning times for the same workload (whole planning, one plan each).
+const char* peers(std::string_view model) {
+  if (model == "gpt3-1.3b") return "Aceso 99 s, Alpa 4,092 s";
+  if (model == "gpt3-39b") return "Alpa 2,393 s";
+  if (model == "wresnet-1b") return "Aceso 45 s, Alpa 5,781 s";
+  if (model == "inception-v3") return "FlexFlow budget 30 min";
+  return "";
+}
 /// The command line (one table: parsing, ranges, --help, errors).
 struct plan_bench_options {
   double epsilon = 0;
+  std::string mode = "auto";
+  std::optional<long> threads;
   std::string only;
   std::optional<long> micro_batches;
+  bool no_check = false;
   bool help = false;
 };
 }  // namespace
@@ -53,28 +51,29 @@ struct to::reflection<plan_bench_options> {
   using o = plan_bench_options;
   static constexpr auto fields = boost::hana::make_tuple(
       to::field("epsilon", &o::epsilon, "(1+E)-approximate frontiers; 0 = exact").range_open_hi(0, 1).meta("E"),
+      to::field("mode", &o::mode, "search mode").one_of("auto|exact|fast"),
+      to::field("threads", &o::threads, "worker threads (default: every core)").range(1, 1024).meta("N"),
       to::field("only", &o::only, "comma list of workloads to plan").meta("NAME,..."),
       to::field("micro-batches", &o::micro_batches, "one micro-batch count instead of all").range(1, 1L << 40)
           .meta("K"),
+      to::field("no-check", &o::no_check, "leave out fast mode's restriction check"),
       to::field("help", &o::help, "print this help"));
 };
 
 int main(int argc, char** argv) {
   plan_bench_options opt;
   std::vector<std::string> only;
+  to::search_mode mode = to::search_mode::automatic;
   try {
     to::parse_command_line(argc, argv, opt);
+    mode = to::parse_search_mode(opt.mode);
     std::string item;
     for (char c : opt.only + ",")
       if (c != ',') item += c;
       else if (!item.empty()) {
         bool known = false;
-        for (const auto& w : workloads) known = known || item == w.model;
-        if (!known) {
-          std::string names;
-          for (const auto& w : workloads) names += std::string(names.empty() ? "" : ", ") + w.model;
-          throw to::invalid_argument("--only: unknown workload '" + item + "'; valid workloads: " + names);
-        }
+        for (const auto& m : to::models::list()) known = known || item == m.name;
+        if (!known) throw to::invalid_argument("--only: unknown workload '" + item + "'; --list-models of tensoropt-plan names them");
         only.push_back(item);
         item.clear();
       }
@@ -84,34 +83,51 @@ int main(int argc, char** argv) {
   }
   if (opt.help) {
     std::fputs(to::command_line_help<plan_bench_options>(
-                   "plan_bench [options]", "Whole planning time of each workload at its device count, on one core.")
+                   "plan_bench [options]", "Whole planning time of each zoo workload at its device count.")
                    .c_str(),
                stdout);
     return 0;
   }
   const double epsilon = opt.epsilon;
   const long fixed_k = opt.micro_batches.value_or(0);
-  std::printf("%-14s %5s %5s %7s %3s %9s %9s %6s %5s  %s\n", "workload", "devs", "ops", "configs", "ks", "wall",
-              "cpu", "points", "exact", "peers");
-  for (const auto& w : workloads) {
-    if (!only.empty() && std::find(only.begin(), only.end(), w.model) == only.end()) continue;
-    const auto& m = to::models::find(w.model);
-    const long per = std::min<long>(w.devices, 8);
-    const auto cl = to::cluster::nodes(w.devices / per).gpus_per_node(per).gpu(to::gpus::find(m.gpu));
+  const bool check = !opt.no_check;
+  const std::size_t used = opt.threads ? std::size_t(*opt.threads) : std::max(1u, std::thread::hardware_concurrency());
+  std::printf("%-15s %10s %5s %7s %3s %9s %9s %3s %6s %5s %7s  %s\n", "workload", "devices", "ops", "configs", "ks",
+              "wall", "cpu", "thr", "points", "mode", "epsilon", "peers");
+  for (const auto& m : to::models::list()) {
+    if (!only.empty() && std::find(only.begin(), only.end(), m.name) == only.end()) continue;
+    const long per = std::min<long>(m.gpus, m.gpus_per_node);
+    const auto cl = to::cluster::nodes(m.gpus / per).gpus_per_node(per).gpu(to::gpus::find(m.gpu));
     to::planner_options o;
     o.solve.epsilon = epsilon;
     o.baselines = false;
-    o.threads = 1;  // the targets are for one core
+    o.threads = used;
+    o.mode = mode;
+    o.check_restriction = check;
     o.solve.memory_limit = to::cost_t(cl.gpu_spec.capacity.value);
     if (fixed_k) o.micro_batches = {fixed_k};
-    const auto g = m.lower();
     const std::clock_t c0 = std::clock();
-    const auto pf = to::plan_frontier(g, cl, o);
+    const auto g = m.lower();
+    to::planned_frontier pf;
+    try {
+      pf = to::plan_frontier(g, cl, o);
+    } catch (const std::exception& e) {
+      std::printf("%-15s failed: %s\n", std::string(m.name).c_str(), e.what());
+      continue;
+    }
     const double cpu = double(std::clock() - c0) / CLOCKS_PER_SEC;
     std::size_t configs = 0;
-    for (auto& p : pf.parts) configs = std::max(configs, p.configs);
-    std::printf("%-14s %5ld %5zu %7zu %3zu %8.2fs %8.2fs %6zu %5s  %s\n", w.model, w.devices, g.ops.size(), configs,
-                pf.parts.size(), pf.search_seconds, cpu, pf.points.size(), pf.exact ? "yes" : "no", w.peers);
+    bool fast = false, exact_mode = false;
+    for (auto& p : pf.parts) {
+      configs = std::max(configs, p.configs);
+      fast = fast || p.mode == to::search_mode::fast;
+      exact_mode = exact_mode || p.mode == to::search_mode::exact;
+    }
+    const std::string devs = std::to_string(m.gpus / per) + "x" + std::to_string(per);
+    std::printf("%-15s %10s %5zu %7zu %3zu %8.2fs %8.2fs %3zu %6zu %5s %7g  %s\n", std::string(m.name).c_str(),
+                devs.c_str(), g.ops.size(), configs, pf.parts.size(), pf.search_seconds, cpu, used, pf.points.size(),
+                fast && exact_mode ? "mixed" : fast ? "fast" : "exact", epsilon, peers(m.name));
+    for (auto& n : pf.mode_notes) std::printf("    %s\n", n.c_str());
     std::fflush(stdout);
   }
 }

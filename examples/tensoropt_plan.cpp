@@ -9,6 +9,7 @@
 #include <tensoropt/plan/cli.hpp>
 #include <tensoropt/plan/explore.hpp>
 #include <tensoropt/plan/planner.hpp>
+#include <tensoropt/plan/strategy_spec.hpp>
 #include <cstdio>
 #include <fstream>
 #include <utility>
@@ -106,6 +107,13 @@ void print_graph_summary(const to::op_graph& g) {
               (long long)g.batch);
 }
 
+/// --all-points: every point in the table, plot and HTML instead of the 1 % cover.
+void show_points(const to::plan_cli& c, to::frontier_report& rep) {
+  if (!c.all_points) return;
+  rep.display_tolerance = 0;
+  rep.max_shown = std::size_t(-1);
+}
+
 int solve_file(const to::plan_cli& c) {
   const auto p = to::read_problem_json(read_file(c.solve));
   const auto t0 = std::chrono::steady_clock::now();
@@ -125,6 +133,8 @@ int solve_file(const to::plan_cli& c) {
   for (auto& e : entries)
     rep.points.push_back({double(e.time) / to::ps_per_second, double(e.memory), e.micro_batches, e.choice, e.labels,
                           std::to_string(e.choice.size()) + " nodes"});
+  for (auto& n : p.nodes) rep.op_names.push_back(n.name);
+  show_points(c, rep);
   if (c.memory_budget) {
     const auto budget = to::detail::checked_cost(*c.memory_budget * to::gib, "--memory-budget (in bytes)");
     const auto& q = to::fastest_within(r, budget);
@@ -132,7 +142,7 @@ int solve_file(const to::plan_cli& c) {
       if (&r.points[i] == &q) rep.chosen = int(i);
     rep.budget = *c.memory_budget * to::gib;
   }
-  std::fputs(to::format_table(rep, 40).c_str(), stdout);
+  std::fputs(to::format_table(rep).c_str(), stdout);
   if (!c.frontier_json.empty()) write_file(c.frontier_json, to::write_frontier_json(entries), "frontier");
   if (!c.svg.empty()) write_file(c.svg, to::to_svg(rep), "plot");
   if (!c.html.empty()) write_file(c.html, to::to_html(rep), "report");
@@ -195,6 +205,50 @@ int explore_devices(const to::plan_cli& c, const to::models::model_info& m, cons
   return 0;
 }
 
+/// --strategy SPEC: evaluates one plan; --frontier-json writes it as a one-point
+/// frontier indexing the problem written by --problem-json (built without dropping
+/// locally dominated configs, so the SPEC's configs are in it).
+int evaluate_strategy(const to::plan_cli& c, const to::op_graph& g, const to::cluster& cl) {
+  const auto s = to::parse_strategy_spec(c.strategy);
+  to::build_options bo;
+  bo.prec = to::parse_precision(c.precision);
+  bo.micro_batches = c.micro_batches ? to::index_t(*c.micro_batches) : 1;
+  if (g.batch % bo.micro_batches != 0)
+    throw to::invalid_argument("--micro-batches " + std::to_string(bo.micro_batches) + " does not divide the batch " +
+                               std::to_string(g.batch));
+  const auto ev = to::evaluate_spec(s, g, cl, bo);
+  std::printf("strategy %s on %s, %lld micro-batch(es), precision %s\n", c.strategy.c_str(), cl.describe().c_str(),
+              (long long)bo.micro_batches, std::string(bo.prec.name).c_str());
+  std::printf("predicted: %s per iteration, %s per device (%s), model FLOPs utilization %.1f %%\n",
+              to::format_seconds(ev.time).c_str(), to::format_bytes(ev.memory).c_str(),
+              ev.memory <= cl.gpu_spec.capacity.value ? "fits" : "does NOT fit the device", 100 * ev.mfu);
+  std::printf("%-40s %12s %12s\n", "op (with its incoming edges)", "time", "memory");
+  for (auto& o : ev.ops)
+    if (o.time > 0 || o.memory > 0)
+      std::printf("%-40s %12s %12s\n", o.name.c_str(), to::format_seconds(o.time).c_str(),
+                  to::format_bytes(o.memory).c_str());
+  if (!c.frontier_json.empty() || !c.problem_json.empty()) {
+    bo.drop_dominated = false;
+    const auto bp = to::build_problem(g, cl, bo);
+    to::frontier_entry e;
+    e.micro_batches = int(bo.micro_batches);
+    for (std::size_t i = 0; i < ev.configs.size(); ++i) {
+      const int k = to::config_index(bp, int(i), ev.configs[i]);
+      if (k < 0)
+        throw to::invalid_argument("--strategy: op '" + g.ops[i].name + "' gets a config the problem builder does "
+                                   "not enumerate (bounding rules); it cannot be written as a frontier point");
+      e.choice.push_back(k);
+      e.labels.push_back(bp.prob.nodes[i].configs[std::size_t(k)].label);
+    }
+    const auto pc = to::cost_of(bp.prob, e.choice);
+    e.time = pc.time;
+    e.memory = pc.memory;
+    if (!c.problem_json.empty()) write_file(c.problem_json, to::write_problem_json(bp.prob), "problem");
+    if (!c.frontier_json.empty()) write_file(c.frontier_json, to::write_frontier_json({e}), "frontier");
+  }
+  return 0;
+}
+
 int run(int argc, char** argv) {
   const auto c = to::parse_plan_cli(argc, argv);
   if (c.help) { std::fputs(to::plan_cli_usage().c_str(), stdout); return 0; }
@@ -213,6 +267,7 @@ int run(int argc, char** argv) {
   if (!c.device_counts.empty()) return explore_devices(c, m, g);
 
   const auto cl = make_cluster(c, m);
+  if (!c.strategy.empty()) return evaluate_strategy(c, g, cl);
   const auto o = make_options(c, cl);
   std::printf("cluster %s (%s per device), precision %s\n", cl.describe().c_str(),
               to::format_bytes(cl.gpu_spec.capacity).c_str(), std::string(o.build.prec.name).c_str());
@@ -237,8 +292,14 @@ int run(int argc, char** argv) {
                   pf.summary(0).c_str());
     }
   }
-  const auto rep = to::make_report(pf, std::string(m.name), chosen, budget);
-  std::fputs(to::format_table(rep, 40).c_str(), stdout);
+  auto rep = to::make_report(pf, std::string(m.name), chosen, budget);
+  for (auto& p : rep.points) {  // predicted model FLOPs utilization, so implausible predictions show
+    char mfu[32];
+    std::snprintf(mfu, sizeof mfu, "MFU %.1f %%, ", 100 * to::model_flops_utilization(g, p.time, cl, o.build.prec));
+    p.summary = mfu + p.summary;
+  }
+  show_points(c, rep);
+  std::fputs(to::format_table(rep).c_str(), stdout);
   if (chosen >= 0) {
     const auto& p = rep.points[std::size_t(chosen)];
     std::printf("\nchosen plan #%d (fastest within %s): %s per device, %s per iteration, micro-batches %d\n  %s\n",

@@ -33,7 +33,9 @@ struct plan_cli {
   std::vector<long> device_counts;
   std::optional<double> time_target;    ///< seconds, with --device-counts
   std::string frontier_json, problem_json, solve, svg, html;
+  std::string strategy;                 ///< evaluate this SPEC instead of searching
   bool no_baselines = false, quiet = false, help = false;
+  bool all_points = false;  ///< table, plot and HTML show every point, not a 1 % cover
 
   given_flags given;  ///< the flags the command line named
   bool model_given() const { return given.has("model"); }
@@ -68,9 +70,14 @@ struct reflection<plan_cli> {
       field("frontier-json", &c::frontier_json, "write the frontier, tensoropt-frontier/1").meta("FILE"),
       field("problem-json", &c::problem_json, "write the problem, tensoropt-problem/1; needs --micro-batches")
           .meta("FILE"),
+      field("strategy", &c::strategy, "evaluate one plan instead of searching: dp=..,tp=..,sp=0|1,"
+                                      "recompute=none|selective|full,zero=0|1 (dp default: devices / tp)")
+          .meta("SPEC"),
       field("solve", &c::solve, "read a tensoropt-problem/1 file instead of a model").meta("FILE"),
       field("svg", &c::svg, "plot of the frontier").meta("FILE"),
       field("html", &c::html, "report of the frontier").meta("FILE"),
+      field("all-points", &c::all_points, "show every frontier point in the table, plot and HTML; default: a "
+                                          "cover, every point within 1 % in time of a shown one with no more memory"),
       field("no-baselines", &c::no_baselines, "skip the baselines"),
       field("quiet", &c::quiet, "no progress on stderr"),
       field("help", &c::help, "print this help"));
@@ -96,7 +103,7 @@ inline plan_cli parse_plan_cli(int argc, const char* const* argv) {
   if (g.has("time-target") && !g.has("device-counts"))
     throw invalid_argument("--time-target picks the fewest devices among --device-counts: add --device-counts "
                            "LIST (e.g. 1,2,4,8)");
-  if (!c.problem_json.empty() && !c.micro_batches && c.solve.empty())
+  if (!c.problem_json.empty() && !c.micro_batches && c.solve.empty() && c.strategy.empty())
     throw invalid_argument("--problem-json writes one problem, which needs one micro-batch count: "
                            "add --micro-batches K (e.g. --micro-batches 1)");
   if (!c.solve.empty()) {

@@ -6,12 +6,17 @@
 // build_problem.hpp), solves it (search/solve.hpp) and keeps the union of the
 // frontiers, each point tagged with its k. Problems whose points all fall off the
 // union are released as soon as that is known, so only the problems behind the
-// final points stay in memory. Baselines (data parallelism, Megatron tensor
+// final points stay in memory. Each k runs in the search mode of plan/search_mode.hpp
+// (exact, or fast: identical layers composed by powering under a stated restriction,
+// checked against weighted-sum optima of the unrestricted problem); a k whose least
+// memory exceeds the memory limit is skipped before any search. Baselines (data parallelism, Megatron tensor
 // parallelism of every legal degree with data parallelism over the rest, and the
-// single-objective optimum) are costed on the same model and placed against the
-// frontier.
+// single-objective optimum: the least time with no memory limit, as OptCNN finds it) are
+// costed on the same model and placed against the frontier.
 #pragma once
+#include <algorithm>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <exception>
 #include <mutex>
@@ -25,6 +30,7 @@
 #include "../search/frontier_json.hpp"
 #include "../search/solve.hpp"
 #include "build_problem.hpp"
+#include "search_mode.hpp"
 #include "report.hpp"
 #include "strategy.hpp"
 #include "summary.hpp"
@@ -37,6 +43,8 @@ struct planner_options {
   solve_options solve{};
   bool baselines = true;
   std::size_t threads = 0;            ///< problems solved at once (one per k); 0 = every core
+  search_mode mode = search_mode::automatic;  ///< exact, fast or chosen per problem
+  bool check_restriction = true;      ///< fast mode: compare with weighted-sum optima
   /// Progress lines ("k=4: 312 configs ... solved in 0.21 s"); empty: silent.
   std::function<void(const std::string&)> progress;
 };
@@ -46,8 +54,11 @@ struct plan_part {
   index_t micro_batches = 1;
   std::shared_ptr<const built_problem> built;  ///< null once no final point uses it
   frontier_result frontier;
-  double build_seconds = 0, solve_seconds = 0;
+  double build_seconds = 0, solve_seconds = 0, check_seconds = 0;
   std::size_t configs = 0, edges = 0;
+  search_mode mode = search_mode::exact;  ///< the mode that ran
+  std::string why;                        ///< why that mode (or why the k was skipped)
+  restriction_check check;                ///< fast mode: the check of its restriction
 };
 
 struct planned_frontier {
@@ -60,6 +71,9 @@ struct planned_frontier {
   std::vector<baseline_result> baselines;
   double search_seconds = 0;
   bool exact = true;
+  bool restricted = false;              ///< some k ran in fast mode
+  /// One line per distinct mode decision ("fast mode: ... (k = 1, 2, 4)").
+  std::vector<std::string> mode_notes;
 
   const built_problem& problem_of(std::size_t point) const { return *parts.at(part_of.at(point)).built; }
   /// The op_config of every op under point `point`.
@@ -102,7 +116,7 @@ inline std::string count_str(double v) {
 }
 }  // namespace detail
 
-/// The baselines of DESIGN.md section 6 on `g` (full batch) and `cl`. Each takes the
+/// The baselines (data parallelism, Megatron tensor parallelism) on `g` (full batch) and `cl`. Each takes the
 /// micro-batch count among `ks` that makes it fastest within the device memory (the
 /// least memory when none fits). `frontier` (may be empty) places each against it.
 inline std::vector<baseline_result> plan_baselines(const op_graph& g, const cluster& cl, const build_options& bo,
@@ -159,16 +173,88 @@ inline std::vector<baseline_result> plan_baselines(const op_graph& g, const clus
     out.push_back(b);
   };
   add("data parallel", strategy{});
-  for (index_t t = 2; t <= cl.mesh.devices(); t *= 2) {
-    if (cl.mesh.devices() % t) break;
+  for (index_t t = 2; t <= cl.mesh.gpus_per_node; ++t) {
+    if (cl.mesh.gpus_per_node % t) continue;
     strategy s;
     s.k = strategy::kind::megatron;
     s.tensor_parallel = t;
     const index_t dp = cl.mesh.devices() / t;
     add("megatron tp " + std::to_string(t) + (dp > 1 ? " x dp " + std::to_string(dp) : ""), s);
-    if (t > cl.mesh.gpus_per_node) break;
   }
   return out;
+}
+
+namespace detail {
+/// `p` with one objective: time' = time * 2^s + floor(memory / q) and memory' = 0, so every
+/// frontier of the search shrinks to one point, the least time'. The shift s leaves time'
+/// below 2^62 and q makes the memory terms of any strategy sum below 2^s: time' orders
+/// strategies by time exactly, and equal times by memory (rounded down to q per term).
+inline problem time_then_memory(const problem& p) {
+  cost_t tmax = 0, mmax = p.memory_offset;
+  for (auto& n : p.nodes) {
+    cost_t t = 0, m = 0;
+    for (auto& c : n.configs) { t = std::max(t, c.time); m = std::max(m, c.memory); }
+    tmax += t;
+    mmax += m;
+  }
+  for (auto& e : p.edges) {
+    tmax += e.time.empty() ? 0 : *std::max_element(e.time.begin(), e.time.end());
+    mmax += e.memory.empty() ? 0 : *std::max_element(e.memory.begin(), e.memory.end());
+  }
+  const int s = std::clamp(62 - int(std::bit_width(std::uint64_t(tmax))), 0, 20);
+  const cost_t q = (mmax >> s) + 1;
+  problem f = p;
+  f.memory_offset = 0;
+  for (auto& n : f.nodes)
+    for (auto& c : n.configs) { c.time = (c.time << s) + (s ? c.memory / q : 0); c.memory = 0; }
+  for (auto& e : f.edges) {
+    for (std::size_t i = 0; i < e.time.size(); ++i) e.time[i] = (e.time[i] << s) + (s ? e.memory[i] / q : 0);
+    std::fill(e.memory.begin(), e.memory.end(), 0);
+  }
+  return f;
+}
+}  // namespace detail
+
+/// The single-objective optimum of OptCNN on the same cost model: the least iteration time
+/// over every micro-batch count in `ks`, with no memory limit (so it may not fit the device),
+/// and among equal times the least memory. It is found by the same search on each problem
+/// with the two objectives folded into one (detail::time_then_memory), where every frontier
+/// shrinks to one point; its time and memory are then re-costed from the real problem.
+inline baseline_result single_objective_baseline(const op_graph& g, const cluster& cl, const build_options& bo,
+                                                 const std::vector<frontier_entry>& frontier,
+                                                 const std::vector<index_t>& ks) {
+  baseline_result b;
+  b.name = "min time (single objective)";
+  b.valid = false;
+  index_t best_k = 0;
+  for (index_t k : ks) {
+    build_options o = bo;
+    o.micro_batches = k;
+    const built_problem built = build_problem(g, cl, o);
+    const auto r = solve(detail::time_then_memory(built.prob), solve_options{});
+    if (r.points.empty()) continue;
+    const strategy_cost c = cost_of(built.prob, r.points.front().choice);
+    const double t = double(c.time) / ps_per_second;
+    if (!b.valid || t < b.time || (t == b.time && double(c.memory) < b.memory)) {
+      b.valid = true;
+      b.time = t;
+      b.memory = double(c.memory);
+      best_k = k;
+    }
+  }
+  if (!b.valid) {
+    b.summary = "no strategy";
+    return b;
+  }
+  if (best_k > 1) b.name += ", k " + std::to_string(best_k);
+  for (std::size_t i = 0; i < frontier.size(); ++i)
+    if (double(frontier[i].time) / ps_per_second == b.time && double(frontier[i].memory) == b.memory)
+      b.summary = "= frontier point #" + std::to_string(i);
+  if (b.summary.empty() && !frontier.empty())
+    b.summary = b.memory > cl.gpu_spec.capacity.value
+                    ? "ignores memory; the fastest plan that fits is frontier point #" + std::to_string(frontier.size() - 1)
+                    : "no memory limit";
+  return b;
 }
 
 /// The frontier of `g` (at its global batch) on `cl`: the union over micro-batch counts.
@@ -209,17 +295,42 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
         for (auto& n : built->prob.nodes) part.configs += n.configs.size();
         part.edges = built->prob.edges.size();
         auto ts = std::chrono::steady_clock::now();
+        // Skip a k whose least memory (every node and edge at its least) exceeds the limit.
+        double least = double(built->prob.memory_offset);
+        for (auto& nd : built->prob.nodes) {
+          cost_t m = nd.configs.front().memory;
+          for (auto& c : nd.configs) m = std::min(m, c.memory);
+          least += double(m);
+        }
+        for (auto& e : built->prob.edges)
+          if (!e.memory.empty()) least += double(*std::min_element(e.memory.begin(), e.memory.end()));
+        const mode_choice mc = choose_mode(built->prob, built->graph, opt.mode);
+        part.mode = mc.mode;
+        part.why = mc.why;
         // Long searches report how far they are, at most every 2 seconds.
         auto last = std::chrono::steady_clock::now();
-        part.frontier = solve(built->prob, opt.solve, [&](const search_progress& sp) {
+        auto report = [&](const search_progress& sp) {
           if (!opt.progress || detail::seconds_since(last) < 2) return;
           last = std::chrono::steady_clock::now();
           std::lock_guard lock(mu);
           say("  micro-batches " + std::to_string(k) + ": " + std::to_string(sp.eliminated) + "/" +
               std::to_string(sp.total) + " ops eliminated, " + detail::count_str(double(sp.points)) +
               " points in the last factor");
-        });
+        };
+        if (least > double(opt.solve.memory_limit)) {
+          part.why = "skipped: even the least memory of every op exceeds the memory limit";
+          part.frontier.exact = true;
+        } else if (mc.mode == search_mode::fast) {
+          part.frontier = solve_repeated(built->prob, mc.block, opt.solve);
+        } else {
+          part.frontier = solve(built->prob, opt.solve, report);
+        }
         part.solve_seconds = detail::seconds_since(ts);
+        if (part.frontier.restricted && opt.check_restriction) {
+          auto tc = std::chrono::steady_clock::now();
+          part.check = check_restriction(built->prob, part.frontier, opt.solve.memory_limit);
+          part.check_seconds = detail::seconds_since(tc);
+        }
         auto mine = frontier_entries(built->prob, part.frontier, int(k));
         part.built = std::move(built);
         std::lock_guard lock(mu);
@@ -229,7 +340,8 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
             detail::count_str(double(part.configs)) + " configs, " + detail::count_str(double(part.edges)) +
             " edges; built in " + detail::fmt("%.2f", part.build_seconds) + " s, solved in " +
             detail::fmt("%.2f", part.solve_seconds) + " s: " + std::to_string(part.frontier.points.size()) +
-            " points");
+            " points; " + part.why +
+            (part.frontier.restricted && opt.check_restriction ? "; " + part.check.describe() : ""));
         entries[idx] = std::move(mine);
         pf.parts[idx] = std::move(part);
         // Release the problems that no longer contribute to the union so far.
@@ -253,7 +365,20 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
   work();
   for (auto& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);
-  for (auto& part : pf.parts) pf.exact = pf.exact && part.frontier.exact;
+  for (auto& part : pf.parts) {
+    pf.exact = pf.exact && part.frontier.exact;
+    pf.restricted = pf.restricted || part.frontier.restricted;
+    std::string line = part.why;
+    if (part.frontier.restricted && opt.check_restriction) line += "; " + part.check.describe();
+    const std::string k = std::to_string(part.micro_batches);
+    bool found = false;
+    for (auto& n : pf.mode_notes)
+      if (n.rfind(line + " (k = ", 0) == 0) {
+        n.insert(n.size() - 1, ", " + k);
+        found = true;
+      }
+    if (!found) pf.mode_notes.push_back(line + " (k = " + k + ")");
+  }
   pf.points = merge_frontiers(entries);
   for (auto& e : pf.points)
     for (std::size_t p = 0; p < pf.parts.size(); ++p)
@@ -261,11 +386,7 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
   pf.search_seconds = detail::seconds_since(t0);
   if (opt.baselines) {
     pf.baselines = plan_baselines(g, cl, opt.build, pf.points, ks);
-    if (!pf.points.empty()) {
-      const auto& f = pf.points.back();
-      pf.baselines.push_back({"min time (single objective)", double(f.time) / ps_per_second, double(f.memory),
-                              true, "= frontier point #" + std::to_string(pf.points.size() - 1)});
-    }
+    pf.baselines.push_back(single_objective_baseline(g, cl, opt.build, pf.points, ks));
   }
   return pf;
 }
@@ -290,6 +411,7 @@ inline frontier_report make_report(const planned_frontier& pf, const std::string
   r.search_seconds = pf.search_seconds;
   r.baselines = pf.baselines;
   r.chosen = chosen;
+  for (auto& op : pf.graph.ops) r.op_names.push_back(op.name);
   for (std::size_t i = 0; i < pf.points.size(); ++i) {
     plan_point p;
     p.time = double(pf.points[i].time) / ps_per_second;
@@ -301,6 +423,10 @@ inline frontier_report make_report(const planned_frontier& pf, const std::string
     r.points.push_back(std::move(p));
   }
   if (!pf.exact) r.notes = "approximate frontier (epsilon or width fallback): see the search notes";
+  if (pf.restricted) {
+    r.notes += std::string(r.notes.empty() ? "" : "; ") +
+               "fast mode: one layout at every boundary between identical layers (" + pf.mode_notes.front() + ")";
+  }
   if (chosen >= 0) {
     const auto& b = pf.problem_of(std::size_t(chosen));
     const auto configs = pf.op_configs(std::size_t(chosen));

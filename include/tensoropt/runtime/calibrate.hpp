@@ -30,8 +30,8 @@
 #include <vector>
 #include "../core/output_file.hpp"
 #include "../cost/device.hpp"
-#include "backend.hpp"
 #include "comm.hpp"
+#include "cpu_backend.hpp"
 
 namespace tensoropt::runtime {
 

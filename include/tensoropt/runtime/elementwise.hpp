@@ -125,6 +125,10 @@ TENSOROPT_HOST_DEVICE inline float norm_affine(float x, float mean, float rstd, 
 /// c1, c2 are Adam's bias corrections 1 - beta^t, computed once on the host.
 struct optimizer_step {
   float lr, momentum, beta1, beta2, eps, c1, c2;
+  /// The scalars of step t (1-based): c1 = 1 - beta1^t, c2 = 1 - beta2^t in float.
+  static optimizer_step at(float lr, float momentum, float beta1, float beta2, float eps, std::int64_t t) {
+    return {lr, momentum, beta1, beta2, eps, 1.f - std::pow(beta1, float(t)), 1.f - std::pow(beta2, float(t))};
+  }
 };
 
 /// SGD with momentum on one element: v = momentum v + g; w -= lr v.

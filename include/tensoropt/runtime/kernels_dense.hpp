@@ -11,11 +11,12 @@
 #include <limits>
 #include <span>
 #include <vector>
+#include "cpu_gemm.hpp"
 #include "op_context.hpp"
 
 namespace tensoropt::runtime::kernels {
 
-using inputs = std::span<const buffer* const>;
+using inputs = kernel_inputs;
 
 // ---- linear: dims [batch..., contract..., out...] ----
 struct linear_dims {
@@ -94,7 +95,7 @@ inline void unary_bwd(op_context& c, inputs in, inputs, op_state&, const buffer&
 }
 
 inline buffer add_fwd(op_context& c, inputs in, inputs, op_state&) {
-  buffer y = c.be.copy(in[0]->span());
+  buffer y = c.be.copy(*in[0]);
   for (std::size_t i = 0; i < y.size(); ++i) y[i] += (*in[1])[i];
   return y;
 }

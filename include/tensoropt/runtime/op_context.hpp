@@ -20,7 +20,9 @@ struct op_state {
   std::vector<std::int64_t> ints;
 };
 
-/// One op on one device: dims, config, device coordinates, communicator, backend.
+/// One op on one device: dims, config, device coordinates, communicator (control
+/// plane; the CPU kernels' collectives), backend and, where the executor runs it,
+/// the backend's data plane (what device kernels use for their collectives).
 struct op_context {
   const op_graph& graph;
   const op_node& op;
@@ -28,13 +30,14 @@ struct op_context {
   const op_config& cfg;
   const device_mesh& mesh;
   communicator& comm;
-  cpu_backend& be;
+  backend& be;
+  data_plane* dp = nullptr;      ///< the backend's data plane (null: host collectives through comm)
   std::uint64_t seed = 0;        ///< dropout seed
   std::uint64_t step = 0;        ///< training step (dropout stream)
   index_t micro = 0;             ///< micro-batch index (dropout: global sample index)
   std::vector<op_coords> coords; ///< every rank's coordinates under cfg
 
-  op_context(const op_graph& g, int j, const op_config& c, const device_mesh& m, communicator& cm, cpu_backend& b)
+  op_context(const op_graph& g, int j, const op_config& c, const device_mesh& m, communicator& cm, backend& b)
       : graph(g), op(g.ops[std::size_t(j)]), op_index(j), cfg(c), mesh(m), comm(cm), be(b) {
     for (index_t r = 0; r < m.devices(); ++r) coords.push_back(coords_of(op, c, m, r));
   }

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <vector>
-#include "backend.hpp"
+#include "buffer.hpp"
 #include "elementwise.hpp"
 
 namespace tensoropt::runtime {
@@ -29,8 +29,7 @@ struct optimizer_options {
 inline void optimizer_update(const optimizer_options& o, std::int64_t t, buffer& w, const buffer& g,
                              std::vector<buffer>& state) {
   const std::size_t n = w.size();
-  const float c1 = 1.f - std::pow(o.beta1, float(t)), c2 = 1.f - std::pow(o.beta2, float(t));
-  const optimizer_step s{o.lr, o.momentum, o.beta1, o.beta2, o.eps, c1, c2};
+  const auto s = optimizer_step::at(o.lr, o.momentum, o.beta1, o.beta2, o.eps, t);
   if (o.type == optimizer_options::kind::sgd) {
     buffer& v = state[0];
     for (std::size_t i = 0; i < n; ++i) sgd_element(s, w[i], v[i], g[i]);

@@ -1,4 +1,4 @@
-// The search problem of DESIGN.md section 6: nodes with per-config (time, memory),
+// The search problem: nodes with per-config (time, memory),
 // edges with per-config-pair (time, memory). A strategy picks one config per node;
 // its cost is memory_offset plus the sums over nodes and edges.
 //

@@ -5,8 +5,8 @@
 // over this factor graph with frontiers in place of numbers: eliminating node v joins
 // every factor that mentions v into one new factor over v's neighbours, whose cell for
 // each assignment of the neighbours is  | over cv of (+) of the joined factors' cells.
-// Edge directions play no part. This single rule is the graph reductions of DESIGN.md
-// section 6:
+// Edge directions play no part. This single rule is the graph reductions of OptCNN
+// (node and edge elimination), lifted from scalars to frontiers:
 //   - a leaf (one neighbour u) folds into u:      F'(cu) = F(cu) (+) |cv [F(cu,cv) (+) F(cv)];
 //   - a node with two neighbours u, w folds into an edge u-w:
 //                                  F(cu,cw) = |cv [F(cu,cv) (+) F(cv) (+) F(cv,cw)];

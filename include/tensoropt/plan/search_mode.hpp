@@ -1,0 +1,154 @@
+// The planner's search mode: exact, or fast (identical layers composed by powering), the
+// choice between them, and the check of fast mode's restriction.
+//
+// exact: the frontier of the whole problem (search/solve.hpp). fast: the repeat<> with
+// the most instances is composed by binary powering under one restriction, stated in
+// every report: every boundary between two identical layers takes one layout (the
+// residual stream keeps its layout through the stack; the boundaries next to the
+// embedding and the head stay free; see search/repeated.hpp). `automatic` picks fast
+// when the model has such a block and exact would be slow: the exact search joins two
+// layer-boundary factors once per layer, about L x B^3 cell merges for B boundary
+// layouts, and fast is chosen when that exceeds `fast_above` (2e5 by default: gpt3-1.3b
+// on 4 devices stays exact, gpt3-39b on 64 goes fast).
+//
+// The check. A restricted frontier is a set of real strategies, so it can only lie on or
+// behind the exact one. How far behind is measured against weighted-sum optima of the
+// unrestricted problem: for a weight w (picoseconds per byte) the strategy minimizing
+// time + w x memory is a single-objective search (each frontier is one point, so it is
+// fast even where the exact frontier is not), and the best restricted point at that
+// weight is compared with it. Weights: 0, the frontier's overall slope x {1/4, 1, 4},
+// and memory alone; a weight whose optimum does not fit the memory limit is skipped.
+// `gap` is the largest relative excess found (0: the restriction cost nothing there).
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+#include "../model/graph.hpp"
+#include "../search/repeated.hpp"
+
+namespace tensoropt {
+
+enum class search_mode { automatic, exact, fast };
+
+constexpr const char* mode_name(search_mode m) {
+  return m == search_mode::exact ? "exact" : m == search_mode::fast ? "fast" : "auto";
+}
+
+/// Parses "exact", "fast" or "auto"; throws invalid_argument naming the choices.
+inline search_mode parse_search_mode(const std::string& s) {
+  if (s == "exact") return search_mode::exact;
+  if (s == "fast") return search_mode::fast;
+  if (s == "auto") return search_mode::automatic;
+  throw invalid_argument("--mode: unknown search mode '" + s + "'; use exact, fast or auto");
+}
+
+/// The repeat<> of `g` with the most instances (ops in op order per instance); empty
+/// instances when the graph has no repeat of at least 3 instances.
+inline repeated_block largest_repeat(const op_graph& g) {
+  std::vector<std::vector<std::vector<int>>> by_id;
+  for (std::size_t i = 0; i < g.ops.size(); ++i) {
+    const auto& op = g.ops[i];
+    if (op.repeat_id < 0) continue;
+    if (std::size_t(op.repeat_id) >= by_id.size()) by_id.resize(std::size_t(op.repeat_id) + 1);
+    auto& inst = by_id[std::size_t(op.repeat_id)];
+    if (std::size_t(op.repeat_index) >= inst.size()) inst.resize(std::size_t(op.repeat_index) + 1);
+    inst[std::size_t(op.repeat_index)].push_back(int(i));
+  }
+  repeated_block best;
+  for (auto& inst : by_id)
+    if (inst.size() >= 3 && inst.size() > best.instances.size()) best.instances = inst;
+  return best;
+}
+
+/// Which mode runs on problem `p` of graph `g`, and why (one line for the output).
+struct mode_choice {
+  search_mode mode = search_mode::exact;
+  std::string why;
+  repeated_block block;
+};
+
+inline mode_choice choose_mode(const problem& p, const op_graph& g, search_mode asked, double fast_above = 2e5) {
+  mode_choice c;
+  c.block = largest_repeat(g);
+  if (asked == search_mode::exact) {
+    c.why = "exact mode (asked)";
+    return c;
+  }
+  if (c.block.instances.empty()) {
+    c.why = "exact mode: the model has no repeat<> of 3 or more identical layers";
+    return c;
+  }
+  const auto s = detail::split_repeated(p, c.block);
+  if (!s.why_not.empty()) {
+    c.why = "exact mode: the repeated layers cannot be composed by powering (" + s.why_not + ")";
+    return c;
+  }
+  const double L = double(c.block.instances.size()), B = double(s.reps.size());
+  const double work = L * B * B * B;
+  if (asked == search_mode::automatic && work <= fast_above) {
+    c.why = "exact mode: small enough (" + std::to_string(c.block.instances.size()) + " layers x " +
+            std::to_string(s.reps.size()) + "^3 boundary layouts)";
+    return c;
+  }
+  c.mode = search_mode::fast;
+  c.why = std::string(asked == search_mode::fast ? "fast mode (asked)" : "fast mode: exact would be slow") + " (" +
+          std::to_string(c.block.instances.size()) + " identical layers, " + std::to_string(s.reps.size()) +
+          " boundary layouts); restriction: one layout at every boundary between identical layers";
+  return c;
+}
+
+/// The outcome of checking a restricted frontier against the unrestricted problem.
+struct restriction_check {
+  std::size_t weights = 0, compared = 0;  ///< weights tried, and compared (optimum fits the limit)
+  double gap = 0;                          ///< largest (restricted - optimum) / optimum at a weight
+  std::string describe() const {
+    char b[160];
+    std::snprintf(b, sizeof b, "checked at %zu of %zu weighted-sum optima of the unrestricted problem: %s", compared,
+                  weights, gap == 0 ? "equal at every one" : "");
+    std::string s = b;
+    if (gap > 0) {
+      std::snprintf(b, sizeof b, "at most %.3g %% worse", 100 * gap);
+      s += b;
+    }
+    return s;
+  }
+};
+
+/// Compares `r` (points of a restricted search of `p`) with the optima of time + w x memory
+/// of the unrestricted `p` for the weights of the header.
+inline restriction_check check_restriction(const problem& p, const frontier_result& r, cost_t memory_limit) {
+  restriction_check out;
+  if (r.points.empty()) return out;
+  const double dt = double(r.points.front().time - r.points.back().time);
+  const double dm = double(r.points.back().memory - r.points.front().memory);
+  const double slope = dm > 0 ? dt / dm : 0;
+  std::vector<double> ws{0};
+  if (slope > 0) ws.insert(ws.end(), {slope / 4, slope, slope * 4});
+  ws.push_back(-1);  // memory alone
+  for (double w : ws) {
+    ++out.weights;
+    problem q = p;
+    auto scal = [w](cost_t t, cost_t m) { return w < 0 ? m : t + cost_t(std::llround(w * double(m))); };
+    q.memory_offset = 0;
+    for (auto& n : q.nodes)
+      for (auto& c : n.configs) { c.time = scal(c.time, c.memory); c.memory = 0; }
+    for (auto& e : q.edges)
+      for (std::size_t i = 0; i < e.time.size(); ++i) { e.time[i] = scal(e.time[i], e.memory[i]); e.memory[i] = 0; }
+    const auto opt = solve(q);
+    if (opt.points.empty()) continue;
+    const auto oc = cost_of(p, opt.points.front().choice);
+    if (oc.memory > memory_limit) continue;
+    ++out.compared;
+    cost_t best = -1;
+    for (auto& pt : r.points) {
+      const cost_t v = cost_of(q, pt.choice).time;
+      if (best < 0 || v < best) best = v;
+    }
+    const cost_t o = opt.points.front().time;
+    if (best > o) out.gap = std::max(out.gap, double(best - o) / double(std::max<cost_t>(o, 1)));
+  }
+  return out;
+}
+
+}  // namespace tensoropt

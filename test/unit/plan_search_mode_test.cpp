@@ -1,0 +1,138 @@
+// Search modes: fast (identical layers composed by powering) against exact on zoo models,
+// the mode choice and its reasons, thread-count independence, baselines of every degree.
+#include <doctest/doctest.h>
+#include <tensoropt/models/zoo.hpp>
+#include <tensoropt/plan/planner.hpp>
+
+namespace to = tensoropt;
+
+namespace {
+struct cost_pair {
+  to::cost_t time, memory;
+  bool operator==(const cost_pair&) const = default;
+};
+std::vector<cost_pair> costs(const to::frontier_result& r) {
+  std::vector<cost_pair> c;
+  for (auto& q : r.points) c.push_back({q.time, q.memory});
+  return c;
+}
+to::cluster zoo_cluster(const to::models::model_info& m, to::index_t devices) {
+  const to::index_t per = std::min<to::index_t>(devices, m.gpus_per_node);
+  return to::cluster::nodes(devices / per).gpus_per_node(per).gpu(to::gpus::find(m.gpu));
+}
+}  // namespace
+
+TEST_CASE("fast mode against exact on zoo models where exact finishes: same frontier, every point re-costs") {
+  struct workload { const char* model; to::index_t devices, k; };
+  const workload ws[] = {{"gpt3-125m", 2, 64}, {"gpt3-1.3b", 4, 16}, {"moe-380m", 2, 32}, {"bert-large", 4, 32}};
+  for (const auto& w : ws) {
+    CAPTURE(w.model);
+    const auto& m = to::models::find(w.model);
+    const auto cl = zoo_cluster(m, w.devices);
+    to::build_options bo;
+    bo.micro_batches = w.k;
+    const auto b = to::build_problem(m.lower(), cl, bo);
+    const auto mc = to::choose_mode(b.prob, b.graph, to::search_mode::fast);
+    REQUIRE(mc.mode == to::search_mode::fast);
+    to::solve_options so;
+    so.memory_limit = to::cost_t(cl.gpu_spec.capacity.value);
+    const auto fast = to::solve_repeated(b.prob, mc.block, so);
+    const auto exact = to::solve(b.prob, so);
+    REQUIRE(!exact.points.empty());
+    CHECK(fast.restricted);
+    for (auto& q : fast.points) {
+      const auto c = to::cost_of(b.prob, q.choice);
+      CHECK(c.time == q.time);
+      CHECK(c.memory == q.memory);
+    }
+    // measured: the exact frontiers of these models keep one residual layout through the stack
+    CHECK(costs(fast) == costs(exact));
+    const auto check = to::check_restriction(b.prob, fast, so.memory_limit);
+    CHECK(check.compared >= 1);
+    CHECK(check.gap == 0);
+  }
+}
+
+TEST_CASE("the restriction check finds a restricted frontier that misses the optimum") {
+  // a frontier holding only the least-memory point misses the time optimum by a known gap
+  const auto& m = to::models::find("gpt3-125m");
+  const auto cl = zoo_cluster(m, 2);
+  to::build_options bo;
+  bo.micro_batches = 64;
+  const auto b = to::build_problem(m.lower(), cl, bo);
+  auto exact = to::solve(b.prob);
+  REQUIRE(exact.points.size() >= 2);
+  auto one = exact;
+  one.points.resize(1);
+  const auto c = to::check_restriction(b.prob, one, std::numeric_limits<to::cost_t>::max());
+  CHECK(c.weights == 2);  // one point: no slope, so only the time and memory weights
+  const double want = double(one.points[0].time - exact.points.back().time) / double(exact.points.back().time);
+  CHECK(c.gap == doctest::Approx(want));
+  CHECK(to::check_restriction(b.prob, exact, std::numeric_limits<to::cost_t>::max()).gap == 0);
+}
+
+TEST_CASE("the planner says which mode ran and why") {
+  const auto& m = to::models::find("gpt3-125m");
+  const auto cl = zoo_cluster(m, 2);
+  to::planner_options o;
+  o.micro_batches = {64};
+  o.baselines = false;
+  o.mode = to::search_mode::fast;
+  const auto fast = to::plan_frontier(m.lower(), cl, o);
+  REQUIRE(fast.mode_notes.size() == 1);
+  CHECK(fast.mode_notes[0].find("fast mode (asked)") != std::string::npos);
+  CHECK(fast.mode_notes[0].find("one layout at every boundary") != std::string::npos);
+  CHECK(fast.mode_notes[0].find("weighted-sum optima") != std::string::npos);
+  CHECK(fast.restricted);
+  o.mode = to::search_mode::automatic;
+  const auto autom = to::plan_frontier(m.lower(), cl, o);
+  CHECK(autom.mode_notes[0].find("exact mode: small enough") != std::string::npos);
+  CHECK(!autom.restricted);
+  CHECK(autom.points.size() == fast.points.size());
+  CHECK_THROWS_WITH_AS(to::parse_search_mode("quick"), doctest::Contains("use exact, fast or auto"), to::invalid_argument);
+  // a model without repeat<> runs exact and says why
+  const auto& cnn = to::models::find("vgg16");
+  o.micro_batches = {cnn.batch};
+  const auto v = to::plan_frontier(cnn.lower(), zoo_cluster(cnn, 2), o);
+  CHECK(v.mode_notes[0].find("no repeat<>") != std::string::npos);
+}
+
+TEST_CASE("planner results do not depend on the number of threads") {
+  const auto& m = to::models::find("gpt3-125m");
+  const auto cl = zoo_cluster(m, 2);
+  to::planner_options o;
+  o.micro_batches = {16, 32, 64, 128};
+  o.baselines = false;
+  o.mode = to::search_mode::fast;
+  o.solve.epsilon = 0.01;
+  o.threads = 1;
+  const auto one = to::plan_frontier(m.lower(), cl, o);
+  o.threads = 3;
+  const auto three = to::plan_frontier(m.lower(), cl, o);
+  REQUIRE(one.points.size() == three.points.size());
+  for (std::size_t i = 0; i < one.points.size(); ++i) {
+    CHECK(one.points[i].time == three.points[i].time);
+    CHECK(one.points[i].memory == three.points[i].memory);
+    CHECK(one.points[i].micro_batches == three.points[i].micro_batches);
+    CHECK(one.points[i].choice == three.points[i].choice);
+  }
+  CHECK(one.mode_notes == three.mode_notes);
+}
+
+TEST_CASE("baselines try every tensor-parallel degree that divides the devices per node") {
+  const auto& m = to::models::find("gpt3-125m");
+  const auto cl = to::cluster::nodes(1).gpus_per_node(6).gpu(to::gpus::find(m.gpu));
+  const auto g = m.lower();
+  const auto bl = to::plan_baselines(g, cl, {}, {}, {64});
+  std::vector<std::string> names;
+  for (auto& b : bl) names.push_back(b.name);
+  auto has = [&](const std::string& s) {
+    for (auto& n : names)
+      if (n.rfind(s, 0) == 0) return true;
+    return false;
+  };
+  CHECK(has("megatron tp 2 x dp 3"));
+  CHECK(has("megatron tp 3 x dp 2"));
+  CHECK(has("megatron tp 6"));
+  CHECK(!has("megatron tp 4"));
+}
