@@ -109,12 +109,14 @@ inline plan_cli parse_plan_cli(int argc, const char* const* argv) {
   if (!c.solve.empty()) {
     static constexpr std::string_view model_flags[] = {"model", "devices", "nodes", "gpus-per-node", "gpu",
                                                        "precision", "batch", "device-counts", "time-target",
-                                                       "problem-json", "no-baselines"};
+                                                       "problem-json", "no-baselines", "strategy"};
     for (auto f : model_flags)
       if (g.has(f))
         throw invalid_argument("--" + std::string(f) + " does not apply to --solve, which reads the problem "
                                "(model, cluster and precision are already in it): drop --" + std::string(f));
   }
+  if (g.has("strategy") && g.has("device-counts"))
+    throw invalid_argument("--strategy evaluates one plan on one cluster: drop --device-counts (or --strategy)");
   if (g.has("device-counts") && (g.has("devices") || g.has("nodes")))
     throw invalid_argument("--device-counts plans each listed count (nodes of --gpus-per-node devices): "
                            "drop --devices/--nodes");
