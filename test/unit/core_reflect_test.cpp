@@ -76,6 +76,8 @@ TEST_CASE("bad specs name the key and list the valid ones") {
     CAPTURE(b.spec);
     CHECK_THROWS_WITH_AS(parse_key_values<opts>(b.spec, "spec"), doctest::Contains(b.message), invalid_argument);
   }
+  CHECK_THROWS_WITH_AS(parse_key_values<opts>(std::string("n=4\nx"), "spec"),
+                       "spec:n: expected an integer in [1, 100], got '4\\x0ax'", invalid_argument);
   const std::string huge(100000, 'x');
   try {
     parse_key_values<opts>("n=" + huge, "spec");

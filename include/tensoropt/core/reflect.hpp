@@ -114,10 +114,22 @@ std::string describe_range(const field_info<S, T>& f) {
   return "";
 }
 
-/// Cuts an echoed value short so a huge argument gives a short message.
+/// An echoed value kept to one short line: cut after 57 characters, control
+/// characters written as \xHH.
 inline std::string echo(std::string_view text) {
-  if (text.size() <= 60) return std::string(text);
-  return std::string(text.substr(0, 57)) + "...";
+  std::string out;
+  for (std::size_t i = 0; i < text.size() && i < 57 + (text.size() <= 60 ? 3 : 0); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f) {
+      static constexpr char hex[] = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += char(c);
+    }
+  }
+  return text.size() <= 60 ? out : out + "...";
 }
 
 template <class S, class T>
