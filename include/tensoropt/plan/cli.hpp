@@ -112,7 +112,7 @@ inline plan_cli parse_plan_cli(int argc, const char* const* argv) {
   if (!c.solve.empty()) {
     static constexpr std::string_view model_flags[] = {"model", "devices", "nodes", "gpus-per-node", "gpu",
                                                        "precision", "batch", "device-counts", "time-target",
-                                                       "problem-json", "no-baselines", "save-plan"};
+                                                       "problem-json", "no-baselines", "save-plan", "strategy"};
     for (auto f : model_flags)
       if (g.has(f))
         throw invalid_argument("--" + std::string(f) + " does not apply to --solve, which reads the problem "
@@ -123,6 +123,8 @@ inline plan_cli parse_plan_cli(int argc, const char* const* argv) {
                            "drop one");
   if (g.has("save-plan") && g.has("device-counts"))
     throw invalid_argument("--save-plan writes one plan of one cluster; --device-counts plans several: drop one");
+  if (g.has("strategy") && g.has("device-counts"))
+    throw invalid_argument("--strategy evaluates one plan on one cluster: drop --device-counts (or --strategy)");
   if (g.has("device-counts") && (g.has("devices") || g.has("nodes")))
     throw invalid_argument("--device-counts plans each listed count (nodes of --gpus-per-node devices): "
                            "drop --devices/--nodes");
