@@ -310,10 +310,32 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
   problem qt = pt, qz = pz;
   add_copy_edges(qt, rt, o0);
   add_copy_edges(qz, rz, olast);
-  const auto fa = solve_conditioned(pa, {local(ra, o0)}, inner);
-  const auto ft = solve_conditioned(qt, {0, local(rt, o1)}, inner);
-  const auto fz = solve_conditioned(qz, {0}, inner);
-
+  // Kept nodes come back grouped into layout-configs; a group of o must lie in one layout
+  // class (it does when the classes of o's own edges separate what the next layer's edges
+  // separate), else that subproblem is solved again ungrouped.
+  auto conditioned = [&](const problem& q, const std::vector<int>& keep, int o_at) {
+    auto f = solve_conditioned(q, keep, inner);
+    const std::size_t i = std::size_t(std::find(f.kept.begin(), f.kept.end(), o_at) - f.kept.begin());
+    if (o_at >= 0 && i < f.kept.size())
+      for (auto& g : f.configs[i])
+        for (int c : g)
+          if (s.group[std::size_t(c)] != s.group[std::size_t(g[0])]) {
+            solve_options u = inner;
+            u.group_configs = false;
+            return solve_conditioned(q, keep, u);
+          }
+    return f;
+  };
+  const auto fa = conditioned(pa, {local(ra, o0)}, local(ra, o0));
+  const auto ft = conditioned(qt, {0, local(rt, o1)}, local(rt, o1));
+  const auto fz = conditioned(qz, {0}, -1);
+  // the layout-config of the previous layer's copy that holds layout b
+  auto copy_cell = [](const conditioned_frontier& f, std::size_t b) {
+    for (std::size_t d = 0; d < f.configs[0].size(); ++d)
+      for (int c : f.configs[0][d])
+        if (std::size_t(c) == b) return d;
+    return std::size_t(0);
+  };
   auto cell = [](const conditioned_frontier& f, std::size_t c) {
     return frontier{{f.pts.begin() + std::ptrdiff_t(f.start[c]), f.pts.begin() + std::ptrdiff_t(f.start[c + 1])}};
   };
@@ -328,16 +350,16 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
   std::vector<std::vector<detail::power_node>> powers(nb);
   std::vector<int> power_root(nb, -1);
   std::vector<std::vector<detail::candidate>> a_of(nb), z_of(nb), t_of(nb);
-  const std::size_t mo = s.group.size();
+  const std::size_t mo_a = fa.dims[0], mo_t = ft.dims[1];
   for (std::size_t b = 0; b < nb; ++b) {
     frontier ab, tb;
-    for (std::size_t c = 0; c < mo; ++c) {
-      if (std::size_t(s.group[c]) != b) continue;
-      ab = frontier_union(ab, cell(fa, c));
-      tb = frontier_union(tb, cell(ft, b * mo + c));
-    }
+    for (std::size_t d = 0; d < mo_a; ++d)
+      if (std::size_t(s.group[std::size_t(fa.configs[0][d][0])]) == b) ab = frontier_union(ab, cell(fa, d));
+    const std::size_t bt = copy_cell(ft, b);
+    for (std::size_t d = 0; d < mo_t; ++d)
+      if (std::size_t(s.group[std::size_t(ft.configs[1][d][0])]) == b) tb = frontier_union(tb, cell(ft, bt * mo_t + d));
     a_of[b] = as_candidates(ab);
-    z_of[b] = as_candidates(cell(fz, b));
+    z_of[b] = as_candidates(cell(fz, copy_cell(fz, b)));
     t_of[b] = as_candidates(tb);
   }
   std::vector<std::vector<std::int32_t>> fa_tag(nb), fz_tag(nb);

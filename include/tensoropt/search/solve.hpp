@@ -121,7 +121,10 @@ struct frontier_result {
 /// other node, all costs included; points carry tags into `tr` (recover with trace::recover).
 struct conditioned_frontier {
   std::vector<int> kept;
-  std::vector<std::size_t> dims;
+  std::vector<std::size_t> dims;   ///< layout-configs per kept node
+  /// configs[i][d]: the configs of kept node i grouped into its layout-config d (configs
+  /// with identical edge rows, as the search groups them; one each without grouping)
+  std::vector<std::vector<std::vector<int>>> configs;
   std::vector<std::size_t> start;  ///< CSR offsets into pts, cells + 1
   std::vector<frontier_point_ref> pts;
   trace tr;
@@ -154,8 +157,7 @@ class eliminator {
     for (int v : nodes) kept_[std::size_t(v)] = true;
   }
 
-  /// Eliminates every node not kept; returns the table over the kept nodes (their configs
-  /// ungrouped) whose cells are the frontiers of everything else, memory_offset included.
+  /// Eliminates every node not kept; returns the table over the kept nodes' layout-configs whose cells are the frontiers of everything else, memory_offset included.
   template <class Progress>
   constexpr conditioned_frontier run_kept(Progress& progress, const std::vector<int>& kept) {
     frontier_result r;
@@ -166,7 +168,10 @@ class eliminator {
     conditioned_frontier out;
     out.kept = kept;
     std::sort(out.kept.begin(), out.kept.end());
-    for (int v : out.kept) out.dims.push_back(dom_[std::size_t(v)]);
+    for (int v : out.kept) {
+      out.dims.push_back(dom_[std::size_t(v)]);
+      out.configs.push_back(group_[std::size_t(v)]);
+    }
     std::vector<std::size_t> live;
     for (std::size_t id = 0; id < factors_.size(); ++id)
       if (factors_[id].alive) live.push_back(id);
@@ -286,7 +291,7 @@ class eliminator {
   static constexpr std::size_t memo_size = 32;  // recent eliminations kept for replay
   std::vector<memo_entry> memo_;
   std::size_t memo_next_ = 0;
-  std::vector<bool> kept_;                        // nodes not to eliminate (ungrouped)
+  std::vector<bool> kept_;                        // nodes not to eliminate
   std::vector<int> order_;                        // the planned elimination order
   std::vector<bool> prune_;                       // per step: prune under epsilon
   trace trace_;
@@ -334,7 +339,7 @@ class eliminator {
       const int m = int(p_.nodes[v].configs.size());
       std::vector<int> idx(std::size_t(m), 0);
       for (int c = 0; c < m; ++c) idx[std::size_t(c)] = c;
-      const bool group = o_.group_configs && !kept_[v];
+      const bool group = o_.group_configs;
       if (group) {
         std::sort(idx.begin(), idx.end(), [&](int a, int b) {
           const int s = compare_configs(v, a, b);
@@ -767,8 +772,8 @@ constexpr frontier_result solve(const problem& p, const solve_options& o, Progre
 }
 
 /// The frontier of `p` conditioned on the configs of the nodes `keep` (distinct, in range):
-/// every other node is eliminated, and cell (c_1, ..., c_m) holds the frontier of the
-/// strategies with kept node i at config c_i. Used to fold a repeated block into its
+/// every other node is eliminated, and cell (d_1, ..., d_m) holds the frontier of the
+/// strategies with kept node i at a config of its layout-config d_i (see `configs`). Used to fold a repeated block into its
 /// frontier per boundary layout (search/repeated.hpp). Throws as `solve` does.
 inline conditioned_frontier solve_conditioned(const problem& p, const std::vector<int>& keep, const solve_options& o = {}) {
   validate(p);
