@@ -12,12 +12,13 @@
 // the unrestricted problem) is part of the timed planning and printed under each line
 // (--no-check leaves it out).
 #include <tensoropt/tensoropt.hpp>
+#include <tensoropt/core/command_line.hpp>
 #include <tensoropt/models/zoo.hpp>
 #include <tensoropt/plan/planner.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
-#include <cstring>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -33,37 +34,64 @@ const char* peers(std::string_view model) {
   if (model == "inception-v3") return "FlexFlow budget 30 min";
   return "";
 }
+/// The command line (one table: parsing, ranges, --help, errors).
+struct plan_bench_options {
+  double epsilon = 0;
+  std::string mode = "auto";
+  std::optional<long> threads;
+  std::string only;
+  std::optional<long> micro_batches;
+  bool no_check = false;
+  bool help = false;
+};
 }  // namespace
 
+template <>
+struct to::reflection<plan_bench_options> {
+  using o = plan_bench_options;
+  static constexpr auto fields = boost::hana::make_tuple(
+      to::field("epsilon", &o::epsilon, "(1+E)-approximate frontiers; 0 = exact").range_open_hi(0, 1).meta("E"),
+      to::field("mode", &o::mode, "search mode").one_of("auto|exact|fast"),
+      to::field("threads", &o::threads, "worker threads (default: every core)").range(1, 1024).meta("N"),
+      to::field("only", &o::only, "comma list of workloads to plan").meta("NAME,..."),
+      to::field("micro-batches", &o::micro_batches, "one micro-batch count instead of all").range(1, 1L << 40)
+          .meta("K"),
+      to::field("no-check", &o::no_check, "leave out fast mode's restriction check"),
+      to::field("help", &o::help, "print this help"));
+};
+
 int main(int argc, char** argv) {
-  double epsilon = 0;
-  long fixed_k = 0;
-  std::size_t threads = 0;
-  to::search_mode mode = to::search_mode::automatic;
+  plan_bench_options opt;
   std::vector<std::string> only;
-  bool check = true;
+  to::search_mode mode = to::search_mode::automatic;
   try {
-    for (int i = 1; i < argc; ++i) {
-      if (!std::strcmp(argv[i], "--epsilon") && i + 1 < argc) epsilon = std::atof(argv[++i]);
-      else if (!std::strcmp(argv[i], "--micro-batches") && i + 1 < argc) fixed_k = std::atol(argv[++i]);
-      else if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::size_t(std::atol(argv[++i]));
-      else if (!std::strcmp(argv[i], "--mode") && i + 1 < argc) mode = to::parse_search_mode(argv[++i]);
-      else if (!std::strcmp(argv[i], "--no-check")) check = false;
-      else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) {
-        std::string s = argv[++i], item;
-        for (char c : s + ",")
-          if (c == ',') { only.push_back(item); item.clear(); } else item += c;
-      } else {
-        std::fprintf(stderr, "usage: plan_bench [--epsilon E] [--mode auto|exact|fast] [--threads N] [--only NAME,...] "
-                             "[--micro-batches K] [--no-check]\n");
-        return 2;
+    to::parse_command_line(argc, argv, opt);
+    mode = to::parse_search_mode(opt.mode);
+    std::string item;
+    for (char c : opt.only + ",")
+      if (c != ',') item += c;
+      else if (!item.empty()) {
+        bool known = false;
+        for (const auto& m : to::models::list()) known = known || item == m.name;
+        if (!known) throw to::invalid_argument("--only: unknown workload '" + item + "'; --list-models of tensoropt-plan names them");
+        only.push_back(item);
+        item.clear();
       }
-    }
-  } catch (const std::exception& e) {
+  } catch (const to::error& e) {
     std::fprintf(stderr, "plan_bench: %s\n", e.what());
     return 2;
   }
-  const std::size_t used = threads ? threads : std::max(1u, std::thread::hardware_concurrency());
+  if (opt.help) {
+    std::fputs(to::command_line_help<plan_bench_options>(
+                   "plan_bench [options]", "Whole planning time of each zoo workload at its device count.")
+                   .c_str(),
+               stdout);
+    return 0;
+  }
+  const double epsilon = opt.epsilon;
+  const long fixed_k = opt.micro_batches.value_or(0);
+  const bool check = !opt.no_check;
+  const std::size_t used = opt.threads ? std::size_t(*opt.threads) : std::max(1u, std::thread::hardware_concurrency());
   std::printf("%-15s %10s %5s %7s %3s %9s %9s %3s %6s %5s %7s  %s\n", "workload", "devices", "ops", "configs", "ks",
               "wall", "cpu", "thr", "points", "mode", "epsilon", "peers");
   for (const auto& m : to::models::list()) {

@@ -12,6 +12,7 @@
 // Both start from the same weights and see the same batches (libm's tanh/exp take
 // value-dependent time). Each figure is the median of the per-step times after one
 // warm-up step.
+#include <tensoropt/core/command_line.hpp>
 #include <tensoropt/models/gpt.hpp>
 #include <tensoropt/plan/planner.hpp>
 #include <tensoropt/runtime.hpp>
@@ -148,21 +149,39 @@ double direct_step(const to::op_graph& g, const std::vector<to::op_config>& cfg,
 }
 }  // namespace
 
+/// The command line (one table: parsing, ranges, --help, errors).
+struct runtime_bench_options {
+  long steps = 40;
+  std::vector<long> devices{1, 2, 4};
+  bool help = false;
+};
+template <>
+struct to::reflection<runtime_bench_options> {
+  using o = runtime_bench_options;
+  static constexpr auto fields = boost::hana::make_tuple(
+      to::field("steps", &o::steps, "timed steps per configuration").range(1, 1000000).meta("N"),
+      to::field("devices", &o::devices, "comma list of local device counts").range(1, 1024).meta("LIST"),
+      to::field("help", &o::help, "print this help"));
+};
+
 int main(int argc, char** argv) {
-  int steps = 40;
-  std::vector<int> counts{1, 2, 4};
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--steps" && i + 1 < argc) steps = std::stoi(argv[++i]);
-    else if (a == "--devices" && i + 1 < argc) {
-      counts.clear();
-      std::stringstream ss(argv[++i]);
-      for (std::string x; std::getline(ss, x, ',');) counts.push_back(std::stoi(x));
-    } else {
-      std::fprintf(stderr, "runtime_bench: unknown option '%s'; use --steps N, --devices 1,2,4\n", a.c_str());
-      return 2;
-    }
+  runtime_bench_options opt;
+  try {
+    to::parse_command_line(argc, argv, opt);
+  } catch (const to::error& e) {
+    std::fprintf(stderr, "runtime_bench: %s\n", e.what());
+    return 2;
   }
+  if (opt.help) {
+    std::fputs(to::command_line_help<runtime_bench_options>(
+                   "runtime_bench [options]",
+                   "tokens/s of the train_gpt model on local devices, and the executor's overhead on one device.")
+                   .c_str(),
+               stdout);
+    return 0;
+  }
+  const int steps = int(opt.steps);
+  const std::vector<int> counts(opt.devices.begin(), opt.devices.end());
   const auto g = to::lower<model>();
   const double tokens = double(model::config.batch * model::config.seq);
   std::printf("train_gpt model (GPT 2 layers, hidden 64, seq 32, batch 8: %.0f tokens/step), %d steps, median\n",

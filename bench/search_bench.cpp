@@ -10,9 +10,9 @@
 // layout's parallel degree and the switches. With layouts == configs every config has
 // its own edge rows (dense, the worst case).
 //
-// Usage: search_bench                               the standard set
-//        search_bench LAYERS CONFIGS LAYOUTS [EPS]    one synthetic problem
-//        search_bench --problem FILE [EPS]            a tensoropt-problem/1 file (e.g. from
+// Usage: search_bench                                       the standard set
+//        search_bench --layers L --configs C --layouts K [--epsilon E]   one synthetic problem
+//        search_bench --problem FILE [--epsilon E]    a tensoropt-problem/1 file (e.g. from
 //                                                     tensoropt-plan --problem-json)
 #include <chrono>
 #include <cmath>
@@ -22,6 +22,8 @@
 #include <string>
 #include <fstream>
 #include <sstream>
+#include <optional>
+#include <tensoropt/core/command_line.hpp>
 #include <tensoropt/search/problem_json.hpp>
 #include <tensoropt/search/solve.hpp>
 
@@ -118,18 +120,60 @@ void run(const char* name, int layers, int configs, int layouts, double epsilon,
 
 }  // namespace
 
+/// The command line (one table: parsing, ranges, --help, errors).
+struct search_bench_options {
+  std::string problem;
+  std::optional<long> layers, configs, layouts;
+  double epsilon = 0;
+  bool help = false;
+};
+template <>
+struct to::reflection<search_bench_options> {
+  using o = search_bench_options;
+  static constexpr auto fields = boost::hana::make_tuple(
+      to::field("problem", &o::problem, "solve a tensoropt-problem/1 file").meta("FILE"),
+      to::field("layers", &o::layers, "one synthetic problem: transformer layers").range(1, 10000).meta("L"),
+      to::field("configs", &o::configs, "configs per node, with --layers").range(1, 100000).meta("C"),
+      to::field("layouts", &o::layouts, "tensor layouts per node (divides --configs)").range(1, 100000).meta("K"),
+      to::field("epsilon", &o::epsilon, "(1+E)-approximate frontier; 0 = exact").range_open_hi(0, 1).meta("E"),
+      to::field("help", &o::help, "print this help"));
+};
+
 int main(int argc, char** argv) {
-  if (argc >= 3 && std::string(argv[1]) == "--problem") {
-    std::ifstream in(argv[2]);
-    std::stringstream text;
-    text << in.rdbuf();
-    report(argv[2], to::read_problem_json(text.str()), argc >= 4 ? std::atof(argv[3]) : 0.0, "-");
-    return 0;
-  }
-  if (argc >= 4) {
-    run("custom", std::atoi(argv[1]), std::atoi(argv[2]), std::atoi(argv[3]),
-        argc >= 5 ? std::atof(argv[4]) : 0.0, "-");
-    return 0;
+  search_bench_options o;
+  try {
+    const auto given = to::parse_command_line(argc, argv, o);
+    const bool synthetic = given.has("layers") || given.has("configs") || given.has("layouts");
+    if (synthetic && !(o.layers && o.configs && o.layouts))
+      throw to::invalid_argument("--layers, --configs and --layouts go together (e.g. --layers 24 --configs 32 "
+                                 "--layouts 8)");
+    if (synthetic && !o.problem.empty())
+      throw to::invalid_argument("give either --problem FILE or a synthetic problem (--layers ...), not both");
+    if (synthetic && *o.configs % *o.layouts != 0)
+      throw to::invalid_argument("--layouts must divide --configs (each layout has configs/layouts switch settings)");
+    if (o.help) {
+      std::fputs(to::command_line_help<search_bench_options>(
+                     "search_bench [options]",
+                     "Without options: the standard set of synthetic transformer-like problems.")
+                     .c_str(),
+                 stdout);
+      return 0;
+    }
+    if (!o.problem.empty()) {
+      std::ifstream in(o.problem);
+      if (!in) throw to::invalid_argument("--problem: cannot open '" + o.problem + "'");
+      std::stringstream text;
+      text << in.rdbuf();
+      report(o.problem.c_str(), to::read_problem_json(text.str()), o.epsilon, "-");
+      return 0;
+    }
+    if (synthetic) {
+      run("custom", int(*o.layers), int(*o.configs), int(*o.layouts), o.epsilon, "-");
+      return 0;
+    }
+  } catch (const to::error& e) {
+    std::fprintf(stderr, "search_bench: %s\n", e.what());
+    return 2;
   }
   run("gpt3-1.3b-like", 24, 32, 8, 0, "< 0.5 s");
   run("gpt3-1.3b-like", 24, 32, 8, 0.05, "-");

@@ -12,3 +12,16 @@ function(tensoropt_dev_flags target)
     target_link_options(${target} PRIVATE -fsanitize=address,undefined)
   endif()
 endfunction()
+
+# The project's own targets that compile the CUDA backend's source (tensoropt::cuda
+# adds it, with -std=c++20: CMake 3.25 knows neither cuda_std_20 nor CUDA_STANDARD 20
+# for nvcc 13, "dialect CUDA20 not supported"), nvcc and host warnings as errors,
+# C++ warnings as tensoropt_dev_flags.
+function(tensoropt_cuda_flags target)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings -Xcompiler=-Wall,-Wextra,-Werror>
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Werror>)
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wno-restrict>)
+  endif()
+endfunction()

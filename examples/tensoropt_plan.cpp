@@ -1,12 +1,18 @@
 // tensoropt-plan: the planner program. Computes the time-memory frontier of a zoo
-// model on a cluster (or of a problem file), prints it, and writes JSON, SVG and HTML.
+// model or a gpt:/bert: spec on a cluster (or of a problem file), prints it, and
+// writes JSON, SVG and HTML. `--help` lists the flags (plan/cli.hpp).
 #include <tensoropt/tensoropt.hpp>
+#include <tensoropt/core/output_file.hpp>
+#include <tensoropt/cost/device_spec.hpp>
+#include <tensoropt/models/model_spec.hpp>
 #include <tensoropt/models/zoo.hpp>
 #include <tensoropt/plan/cli.hpp>
 #include <tensoropt/plan/explore.hpp>
 #include <tensoropt/plan/planner.hpp>
+#include <tensoropt/plan/strategy_spec.hpp>
 #include <cstdio>
 #include <fstream>
+#include <utility>
 #include <iostream>
 #include <sstream>
 
@@ -15,16 +21,22 @@ namespace to = tensoropt;
 namespace {
 
 void write_file(const std::string& path, const std::string& text, const char* what) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    if (!f) throw to::invalid_argument(std::string("cannot write the ") + what + " to '" + path + "'");
-    f << text;
-    if (!f.flush()) throw to::invalid_argument(std::string("writing the ") + what + " to '" + path + "' failed");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw to::invalid_argument(std::string("cannot move the ") + what + " into place at '" + path + "'");
+  to::write_output_file(path, text, what);
   std::printf("wrote %s: %s\n", what, path.c_str());
+}
+
+// Every output path is checked before the search starts; with one of them "-" (stdout)
+// the program's own messages go to stderr.
+void prepare_outputs(const to::plan_cli& c) {
+  int to_stdout = 0;
+  for (auto [path, what] : {std::pair{&c.frontier_json, "frontier"}, {&c.problem_json, "problem"},
+                            {&c.svg, "plot"}, {&c.html, "report"}}) {
+    if (path->empty()) continue;
+    to::check_output_path(*path, what);
+    to_stdout += to::detail::is_stdout_path(*path);
+  }
+  if (to_stdout > 1) throw to::invalid_argument("only one output can go to stdout ('-')");
+  if (to_stdout) to::reserve_stdout_for_data();
 }
 
 std::string read_file(const std::string& path) {
@@ -36,18 +48,54 @@ std::string read_file(const std::string& path) {
 }
 
 void list_models() {
-  std::printf("%-16s %-9s %9s %7s %5s  %s\n", "name", "family", "params", "batch", "gpus", "gpu");
+  std::printf("%-16s %-9s %9s %7s %5s  %-10s %s\n", "name", "family", "params", "batch", "gpus", "gpu",
+              "spec (--model accepts it; change any key)");
   for (auto& m : to::models::list())
-    std::printf("%-16.*s %-9.*s %8.2fB %7lld %5lld  %.*s\n", int(m.name.size()), m.name.data(),
+    std::printf("%-16.*s %-9.*s %8.2fB %7lld %5lld  %-10.*s %s\n", int(m.name.size()), m.name.data(),
                 int(m.family.size()), m.family.data(), m.parameters / 1e9, (long long)m.batch, (long long)m.gpus,
-                int(m.gpu.size()), m.gpu.data());
+                int(m.gpu.size()), m.gpu.data(), m.spec.c_str());
+}
+
+/// The device of --gpu (a preset name or a gpu: spec), else the model's preset.
+to::device gpu_of(const to::plan_cli& c, std::string_view model_default) {
+  if (to::is_device_spec(c.gpu)) return to::make_device(to::parse_device_spec(c.gpu), "custom");
+  return to::gpus::find(c.gpu.empty() ? model_default : std::string_view(c.gpu));
+}
+
+/// The model named by --model: a zoo entry, or a gpt:/bert: spec (its defaults:
+/// one node of 8 x A100-80GB, as the default job), and its graph.
+struct chosen_model {
+  to::models::model_info info;
+  to::op_graph graph;
+};
+chosen_model resolve_model(const to::plan_cli& c) {
+  if (!to::models::is_model_spec(c.model)) {
+    const auto& m = to::models::find(c.model);
+    return {m, m.lower()};
+  }
+  const auto spec = to::models::parse_model_spec(c.model);
+  static const std::string name = spec.text();
+  to::models::model_info i;
+  i.name = name;
+  i.family = to::models::name_of(spec.kind);
+  i.description = "a model given as a spec";
+  i.batch = spec.config.batch;
+  i.gpus = 8;
+  i.gpus_per_node = 8;
+  i.gpu = "a100-80gb";
+  i.spec = name;
+  chosen_model out{i, spec.lower()};
+  out.info.parameters = out.graph.parameter_count();
+  return out;
 }
 
 void list_gpus() {
-  std::printf("%-12s %10s %12s %12s\n", "name", "memory", "peak bf16", "HBM");
+  std::printf("%-12s %10s %12s %12s  %s\n", "name", "memory", "peak bf16", "HBM",
+              "spec (--gpu accepts it; change any key)");
   for (auto* d : to::gpus::all)
-    std::printf("%-12.*s %10s %9.0f TF %8.0f GB/s\n", int(d->name.size()), d->name.data(),
-                to::format_bytes(d->capacity).c_str(), d->peak_half.value / 1e12, d->memory_bw.value / 1e9);
+    std::printf("%-12.*s %10s %9.0f TF %8.0f GB/s  %s\n", int(d->name.size()), d->name.data(),
+                to::format_bytes(d->capacity).c_str(), d->peak_half.value / 1e12, d->memory_bw.value / 1e9,
+                d == &to::gpus::cpu ? "(calibrated host defaults)" : to::to_spec(*d).c_str());
 }
 
 void print_graph_summary(const to::op_graph& g) {
@@ -57,6 +105,13 @@ void print_graph_summary(const to::op_graph& g) {
               "per iteration (batch %lld)\n",
               g.name.c_str(), g.ops.size(), params_ops, g.edges().size(), g.parameter_count(), g.fwd_flops(),
               (long long)g.batch);
+}
+
+/// --all-points: every point in the table, plot and HTML instead of the 1 % cover.
+void show_points(const to::plan_cli& c, to::frontier_report& rep) {
+  if (!c.all_points) return;
+  rep.display_tolerance = 0;
+  rep.max_shown = std::size_t(-1);
 }
 
 int solve_file(const to::plan_cli& c) {
@@ -70,7 +125,7 @@ int solve_file(const to::plan_cli& c) {
   for (auto& n : p.nodes) configs += n.configs.size();
   std::printf("problem %s: %zu nodes, %zu configs, %zu edges; solved in %.3f s: %zu points%s\n", c.solve.c_str(),
               p.nodes.size(), configs, p.edges.size(), secs, r.points.size(), r.exact ? " (exact)" : "");
-  const auto entries = to::frontier_entries(p, r, c.micro_batches > 0 ? int(c.micro_batches) : 1);
+  const auto entries = to::frontier_entries(p, r, c.micro_batches ? int(*c.micro_batches) : 1);
   to::frontier_report rep;
   rep.model = c.solve;
   rep.cluster = "problem file";
@@ -78,13 +133,16 @@ int solve_file(const to::plan_cli& c) {
   for (auto& e : entries)
     rep.points.push_back({double(e.time) / to::ps_per_second, double(e.memory), e.micro_batches, e.choice, e.labels,
                           std::to_string(e.choice.size()) + " nodes"});
-  if (c.memory_budget_gib > 0) {
-    const auto& q = to::fastest_within(r, to::cost_t(c.memory_budget_gib * to::gib));
+  for (auto& n : p.nodes) rep.op_names.push_back(n.name);
+  show_points(c, rep);
+  if (c.memory_budget) {
+    const auto budget = to::detail::checked_cost(*c.memory_budget * to::gib, "--memory-budget (in bytes)");
+    const auto& q = to::fastest_within(r, budget);
     for (std::size_t i = 0; i < r.points.size(); ++i)
       if (&r.points[i] == &q) rep.chosen = int(i);
-    rep.budget = c.memory_budget_gib * to::gib;
+    rep.budget = *c.memory_budget * to::gib;
   }
-  std::fputs(to::format_table(rep, 40).c_str(), stdout);
+  std::fputs(to::format_table(rep).c_str(), stdout);
   if (!c.frontier_json.empty()) write_file(c.frontier_json, to::write_frontier_json(entries), "frontier");
   if (!c.svg.empty()) write_file(c.svg, to::to_svg(rep), "plot");
   if (!c.html.empty()) write_file(c.html, to::to_html(rep), "report");
@@ -92,17 +150,17 @@ int solve_file(const to::plan_cli& c) {
 }
 
 to::cluster make_cluster(const to::plan_cli& c, const to::models::model_info& m, long devices_override = -1) {
-  const auto& gpu = to::gpus::find(c.gpu.empty() ? m.gpu : std::string_view(c.gpu));
+  const auto gpu = gpu_of(c, m.gpu);
   if (devices_override > 0) {
-    const long per = std::min<long>(devices_override, c.gpus_per_node > 0 ? c.gpus_per_node : m.gpus_per_node);
+    const long per = std::min<long>(devices_override, c.gpus_per_node ? *c.gpus_per_node : long(m.gpus_per_node));
     if (devices_override % per)
       throw to::invalid_argument("device count " + std::to_string(devices_override) +
                                  " is not a whole number of nodes of " + std::to_string(per) + " devices");
     return to::cluster::nodes(devices_override / per).gpus_per_node(per).gpu(gpu);
   }
-  if (c.nodes > 0) return to::cluster::nodes(c.nodes).gpus_per_node(c.gpus_per_node).gpu(gpu);
-  if (c.devices > 0) return to::cluster::nodes(1).gpus_per_node(c.devices).gpu(gpu);
-  if (!c.model_given) return to::cluster::nodes(1).gpus_per_node(8).gpu(to::gpus::a100_80gb);  // the default job
+  if (c.nodes) return to::cluster::nodes(*c.nodes).gpus_per_node(*c.gpus_per_node).gpu(gpu);
+  if (c.devices) return to::cluster::nodes(1).gpus_per_node(*c.devices).gpu(gpu);
+  if (!c.model_given()) return to::cluster::nodes(1).gpus_per_node(8).gpu(to::gpus::a100_80gb);  // the default job
   const long per = std::min<long>(long(m.gpus), long(m.gpus_per_node));
   return to::cluster::nodes(long(m.gpus) / per).gpus_per_node(per).gpu(gpu);
 }
@@ -112,7 +170,7 @@ to::planner_options make_options(const to::plan_cli& c, const to::cluster& cl) {
   // Plans that do not fit the device are of no use: the search drops them early.
   o.solve.memory_limit = to::cost_t(cl.gpu_spec.capacity.value);
   o.build.prec = to::parse_precision(c.precision);
-  if (c.micro_batches > 0) o.micro_batches = {to::index_t(c.micro_batches)};
+  if (c.micro_batches) o.micro_batches = {to::index_t(*c.micro_batches)};
   o.solve.epsilon = c.epsilon;
   o.baselines = !c.no_baselines;
   if (!c.quiet) o.progress = [](const std::string& s) { std::fprintf(stderr, "  %s\n", s.c_str()); };
@@ -120,15 +178,15 @@ to::planner_options make_options(const to::plan_cli& c, const to::cluster& cl) {
 }
 
 int explore_devices(const to::plan_cli& c, const to::models::model_info& m, const to::op_graph& g) {
-  const double budget = c.memory_budget_gib > 0 ? c.memory_budget_gib * to::gib : 0;
+  const double budget = c.memory_budget ? *c.memory_budget * to::gib : 0;
   std::printf("resource exploration for %.*s (budget %s%s)\n", int(m.name.size()), m.name.data(),
               budget > 0 ? to::format_bytes(budget).c_str() : "device capacity",
-              c.time_target > 0 ? (", time target " + to::format_seconds(c.time_target)).c_str() : "");
+              c.time_target ? (", time target " + to::format_seconds(*c.time_target)).c_str() : "");
   std::vector<to::index_t> counts(c.device_counts.begin(), c.device_counts.end());
   auto o = make_options(c, make_cluster(c, m, counts.front()));
   if (!c.quiet) o.progress = nullptr;
   const auto ex = to::explore_device_counts(
-      g, counts, [&](to::index_t n) { return make_cluster(c, m, long(n)); }, budget, c.time_target, o);
+      g, counts, [&](to::index_t n) { return make_cluster(c, m, long(n)); }, budget, c.time_target.value_or(0), o);
   std::printf("%7s  %-20s %10s %10s %10s %10s %6s\n", "devices", "cluster", "least mem", "fastest", "fit: time",
               "fit: mem", "points");
   for (auto& r : ex.rows) {
@@ -147,21 +205,69 @@ int explore_devices(const to::plan_cli& c, const to::models::model_info& m, cons
   return 0;
 }
 
+/// --strategy SPEC: evaluates one plan; --frontier-json writes it as a one-point
+/// frontier indexing the problem written by --problem-json (built without dropping
+/// locally dominated configs, so the SPEC's configs are in it).
+int evaluate_strategy(const to::plan_cli& c, const to::op_graph& g, const to::cluster& cl) {
+  const auto s = to::parse_strategy_spec(c.strategy);
+  to::build_options bo;
+  bo.prec = to::parse_precision(c.precision);
+  bo.micro_batches = c.micro_batches ? to::index_t(*c.micro_batches) : 1;
+  if (g.batch % bo.micro_batches != 0)
+    throw to::invalid_argument("--micro-batches " + std::to_string(bo.micro_batches) + " does not divide the batch " +
+                               std::to_string(g.batch));
+  const auto ev = to::evaluate_spec(s, g, cl, bo);
+  std::printf("strategy %s on %s, %lld micro-batch(es), precision %s\n", c.strategy.c_str(), cl.describe().c_str(),
+              (long long)bo.micro_batches, std::string(bo.prec.name).c_str());
+  std::printf("predicted: %s per iteration, %s per device (%s), model FLOPs utilization %.1f %%\n",
+              to::format_seconds(ev.time).c_str(), to::format_bytes(ev.memory).c_str(),
+              ev.memory <= cl.gpu_spec.capacity.value ? "fits" : "does NOT fit the device", 100 * ev.mfu);
+  std::printf("%-40s %12s %12s\n", "op (with its incoming edges)", "time", "memory");
+  for (auto& o : ev.ops)
+    if (o.time > 0 || o.memory > 0)
+      std::printf("%-40s %12s %12s\n", o.name.c_str(), to::format_seconds(o.time).c_str(),
+                  to::format_bytes(o.memory).c_str());
+  if (!c.frontier_json.empty() || !c.problem_json.empty()) {
+    bo.drop_dominated = false;
+    const auto bp = to::build_problem(g, cl, bo);
+    to::frontier_entry e;
+    e.micro_batches = int(bo.micro_batches);
+    for (std::size_t i = 0; i < ev.configs.size(); ++i) {
+      const int k = to::config_index(bp, int(i), ev.configs[i]);
+      if (k < 0)
+        throw to::invalid_argument("--strategy: op '" + g.ops[i].name + "' gets a config the problem builder does "
+                                   "not enumerate (bounding rules); it cannot be written as a frontier point");
+      e.choice.push_back(k);
+      e.labels.push_back(bp.prob.nodes[i].configs[std::size_t(k)].label);
+    }
+    const auto pc = to::cost_of(bp.prob, e.choice);
+    e.time = pc.time;
+    e.memory = pc.memory;
+    if (!c.problem_json.empty()) write_file(c.problem_json, to::write_problem_json(bp.prob), "problem");
+    if (!c.frontier_json.empty()) write_file(c.frontier_json, to::write_frontier_json({e}), "frontier");
+  }
+  return 0;
+}
+
 int run(int argc, char** argv) {
   const auto c = to::parse_plan_cli(argc, argv);
-  if (c.help) { std::fputs(to::plan_cli_usage.data(), stdout); return 0; }
+  if (c.help) { std::fputs(to::plan_cli_usage().c_str(), stdout); return 0; }
   if (c.list_models) { list_models(); return 0; }
   if (c.list_gpus) { list_gpus(); return 0; }
+  prepare_outputs(c);
   if (!c.solve.empty()) return solve_file(c);
 
-  const auto& m = to::models::find(c.model);
-  to::op_graph g = m.lower();
-  if (c.batch > 0) g = to::with_global_batch(g, c.batch);
+  if (!c.gpu.empty()) gpu_of(c, "");  // a bad name or spec is refused before any work
+  const auto model = resolve_model(c);
+  const auto& m = model.info;
+  to::op_graph g = model.graph;
+  if (c.batch) g = to::with_global_batch(g, *c.batch);
   print_graph_summary(g);
   std::fflush(stdout);
   if (!c.device_counts.empty()) return explore_devices(c, m, g);
 
   const auto cl = make_cluster(c, m);
+  if (!c.strategy.empty()) return evaluate_strategy(c, g, cl);
   const auto o = make_options(c, cl);
   std::printf("cluster %s (%s per device), precision %s\n", cl.describe().c_str(),
               to::format_bytes(cl.gpu_spec.capacity).c_str(), std::string(o.build.prec.name).c_str());
@@ -172,10 +278,10 @@ int run(int argc, char** argv) {
               pf.parts.size() == 1 ? "" : "s", pf.search_seconds,
               pf.exact ? " (exact)" : " (approximate)");
   if (pf.points.empty())
-    throw to::infeasible("no plan of " + c.model + " fits " + to::format_bytes(cl.gpu_spec.capacity) +
+    throw to::infeasible("no plan of " + std::string(m.name) + " fits " + to::format_bytes(cl.gpu_spec.capacity) +
                          " per device on " + cl.describe() + "; add devices or micro-batches (--batch smaller)");
 
-  const double budget = c.memory_budget_gib > 0 ? c.memory_budget_gib * to::gib : 0;
+  const double budget = c.memory_budget ? *c.memory_budget * to::gib : 0;
   int chosen = -1;
   if (budget > 0) {
     chosen = to::fastest_within_index(pf, budget);
@@ -186,8 +292,14 @@ int run(int argc, char** argv) {
                   pf.summary(0).c_str());
     }
   }
-  const auto rep = to::make_report(pf, std::string(m.name), chosen, budget);
-  std::fputs(to::format_table(rep, 40).c_str(), stdout);
+  auto rep = to::make_report(pf, std::string(m.name), chosen, budget);
+  for (auto& p : rep.points) {  // predicted model FLOPs utilization, so implausible predictions show
+    char mfu[32];
+    std::snprintf(mfu, sizeof mfu, "MFU %.1f %%, ", 100 * to::model_flops_utilization(g, p.time, cl, o.build.prec));
+    p.summary = mfu + p.summary;
+  }
+  show_points(c, rep);
+  std::fputs(to::format_table(rep).c_str(), stdout);
   if (chosen >= 0) {
     const auto& p = rep.points[std::size_t(chosen)];
     std::printf("\nchosen plan #%d (fastest within %s): %s per device, %s per iteration, micro-batches %d\n  %s\n",

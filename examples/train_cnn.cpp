@@ -3,7 +3,8 @@
 // synthetic image task (which quadrant holds the bright blob), on 4 local devices
 // or with `--comm mpi` under `mpirun -np 4`.
 //
-//   train_cnn [--comm local|mpi] [--steps N] [--budget-mib M]
+//   train_cnn [--comm local|mpi] [--steps N] [--budget-mib M] (--help)
+#include <tensoropt/core/command_line.hpp>
 #include <tensoropt/plan/planner.hpp>
 #include <tensoropt/runtime.hpp>
 #ifdef TENSOROPT_EXAMPLE_MPI
@@ -12,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -27,6 +29,25 @@ using model = to::model<"cnn", shape<axis<"b", 16>, axis<"c", 3>, axis<"y", 8>, 
                         to::seq<to::conv2d<3, 16, 3, 1, 1>, to::batch_norm<16>, to::relu, inception_block,
                                 to::max_pool<2>, to::global_avg_pool, to::linear<24, 4, "k">,
                                 to::softmax_cross_entropy<4>>>;
+
+/// The command line: one table gives parsing, range checks, --help and the errors.
+struct train_cnn_options {
+  std::string comm = "local";
+  long steps = 60;
+  std::optional<double> budget_mib;
+  bool help = false;
+};
+template <>
+struct to::reflection<train_cnn_options> {
+  using o = train_cnn_options;
+  static constexpr auto fields = boost::hana::make_tuple(
+      to::field("comm", &o::comm, "local threads, or MPI ranks under mpirun -np 4").one_of("local|mpi").meta("KIND"),
+      to::field("steps", &o::steps, "training steps").range(1, 1000000).meta("N"),
+      to::field("budget-mib", &o::budget_mib, "fastest plan within M MiB per device; default: the geometric "
+                                              "mean of the frontier's least and largest memory")
+          .range_open_lo(0, 1e9).meta("M"),
+      to::field("help", &o::help, "print this help"));
+};
 
 namespace {
 constexpr int devices = 4;
@@ -55,22 +76,24 @@ int fail(const std::string& msg) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string comm_kind = "local";
-  int steps = 60;
-  double budget_mib = 0;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (i + 1 >= argc) return fail("unknown option or missing value: '" + a + "'; use --comm local|mpi, --steps N, --budget-mib M");
-    try {
-      if (a == "--comm") comm_kind = argv[++i];
-      else if (a == "--steps") steps = std::stoi(argv[++i]);
-      else if (a == "--budget-mib") budget_mib = std::stod(argv[++i]);
-      else return fail("unknown option '" + a + "'; use --comm local|mpi, --steps N, --budget-mib M");
-    } catch (const std::exception& e) {
-      return fail(e.what());
-    }
+  train_cnn_options o;
+  try {
+    to::parse_command_line(argc, argv, o);
+  } catch (const to::error& e) {
+    return fail(e.what());
   }
-  if (comm_kind != "local" && comm_kind != "mpi") return fail("--comm must be local or mpi, not '" + comm_kind + "'");
+  if (o.help) {
+    std::fputs(to::command_line_help<train_cnn_options>(
+                   "train_cnn [options]",
+                   "Plans a small Inception-like CNN on 4 devices, picks the fastest plan within a memory budget\n"
+                   "and trains it on a synthetic image task.")
+                   .c_str(),
+               stdout);
+    return 0;
+  }
+  const std::string comm_kind = o.comm;
+  const int steps = int(o.steps);
+  const double budget_mib = o.budget_mib.value_or(0);
   bool leader = true;
 #ifdef TENSOROPT_EXAMPLE_MPI
   std::unique_ptr<rt::mpi_session> session;

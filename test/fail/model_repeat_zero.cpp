@@ -1,4 +1,4 @@
-// expect: repeat<Block, N>: the repeat count N must be at least 1
+// expect: models::gpt/bert: layers must be at least 1
 // A GPT with zero layers.
 #include <tensoropt/tensoropt.hpp>
 namespace to = tensoropt;

@@ -14,12 +14,23 @@ TEST_CASE("unit literals and arithmetic") {
   CHECK((3_ms + 2_ms).value == doctest::Approx(5e-3));
   CHECK((bytes(1e9) / gb_per_s(100)).value == doctest::Approx(0.01));
   CHECK((flops(312e12) / tflop_per_s(312)).value == doctest::Approx(1.0));
-  CHECK(format_bytes(23.4 * gib) == "23.40 GiB");
-  CHECK(format_bytes(512 * mib) == "512.0 MiB");
+  CHECK(format_bytes(23.4 * gib) == "23.4 GiB");
+  CHECK(format_bytes(1.5 * gib) == "1.50 GiB");
+  CHECK(format_bytes(16 * gib) == "16 GiB");
+  CHECK(format_bytes(512 * mib) == "512 MiB");
+  CHECK(format_bytes(1000.4 * mib) == "1000 MiB");
   CHECK(format_bytes(17) == "17 B");
-  CHECK(format_seconds(1.5) == "1.500 s");
-  CHECK(format_seconds(0.0456) == "45.60 ms");
+  CHECK(format_bytes(105.3 * gib) == "105 GiB");
+  // Three significant digits, rounding carried into the number of decimals.
+  CHECK(format_seconds(1.5) == "1.50 s");
+  CHECK(format_seconds(45) == "45.0 s");
+  CHECK(format_seconds(9.996) == "10.0 s");
+  CHECK(format_seconds(123.4) == "123 s");
+  CHECK(format_seconds(0.0456) == "45.6 ms");
+  CHECK(format_seconds(0.99996) == "1.00 s");
+  CHECK(format_seconds(1.234e-3) == "1.23 ms");
   CHECK(format_seconds(7.8e-6) == "7.80 us");
+  CHECK(format_seconds(0) == "0 s");
 }
 
 TEST_CASE("precision policies: 16 bytes of state per parameter") {

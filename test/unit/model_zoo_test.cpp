@@ -10,7 +10,7 @@ namespace to = tensoropt;
 namespace models = tensoropt::models;
 using to::op_graph;
 
-TEST_CASE("list() holds every WORKLOADS.md configuration with its defaults") {
+TEST_CASE("list() holds every configuration of the published suites with its defaults") {
   const auto& z = models::list();
   const std::vector<std::string> expected = {
       "gpt3-125m",      "gpt3-350m",     "gpt3-760m",      "gpt3-1.3b",    "gpt3-2.6b",    "gpt3-6.7b",

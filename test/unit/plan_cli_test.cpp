@@ -14,39 +14,86 @@ plan_cli parse(std::vector<const char*> a) {
 
 TEST_CASE("flags parse into the options") {
   const auto c = parse({"--model", "gpt3-39b", "--nodes", "8", "--gpus-per-node=8", "--gpu", "v100-16gb",
-                        "--memory-budget", "12.5", "--device-counts", "1,2,4,8", "--epsilon", "0.01",
+                        "--memory-budget", "12.5", "--epsilon", "0.01",
                         "--micro-batches", "4", "--problem-json", "p.json", "--quiet"});
   CHECK(c.model == "gpt3-39b");
   CHECK(c.nodes == 8);
   CHECK(c.gpus_per_node == 8);
   CHECK(c.gpu == "v100-16gb");
-  CHECK(c.memory_budget_gib == 12.5);
-  CHECK(c.device_counts == std::vector<long>{1, 2, 4, 8});
+  CHECK(c.memory_budget == 12.5);
+  CHECK(parse({"--device-counts", "1,2,4,8", "--gpus-per-node", "4"}).device_counts == std::vector<long>{1, 2, 4, 8});
   CHECK(c.epsilon == 0.01);
   CHECK(c.micro_batches == 4);
   CHECK(c.quiet);
-  CHECK(c.devices == -1);
+  CHECK(!c.devices);
+  CHECK(c.model_given());
+  CHECK(!c.given.has("devices"));
 }
 
 TEST_CASE("bad input is refused with a message naming the flag") {
   CHECK_THROWS_WITH_AS(parse({"--frobnicate"}), doctest::Contains("unknown option '--frobnicate'; valid options: --model"),
                        invalid_argument);
-  CHECK_THROWS_WITH_AS(parse({"--devices", "0"}), doctest::Contains("--devices must be a positive integer"),
+  CHECK_THROWS_WITH_AS(parse({"--devices", "0"}), doctest::Contains("--devices: expected an integer in [1, 1048576], got '0'"),
                        invalid_argument);
-  CHECK_THROWS_WITH_AS(parse({"--devices", "eight"}), doctest::Contains("expected an integer, got 'eight'"),
+  CHECK_THROWS_WITH_AS(parse({"--devices", "eight"}), doctest::Contains("--devices: expected an integer in [1, 1048576], got 'eight'"),
                        invalid_argument);
   CHECK_THROWS_WITH_AS(parse({"--nodes", "2"}), doctest::Contains("go together"), invalid_argument);
   CHECK_THROWS_WITH_AS(parse({"--devices", "4", "--nodes", "2", "--gpus-per-node", "2"}),
                        doctest::Contains("not both"), invalid_argument);
-  CHECK_THROWS_WITH_AS(parse({"--memory-budget", "-3"}), doctest::Contains("--memory-budget must be positive"),
+  CHECK_THROWS_WITH_AS(parse({"--memory-budget", "-3"}), doctest::Contains("--memory-budget: expected a number in (0, 1000000000], got '-3'"),
                        invalid_argument);
-  CHECK_THROWS_WITH_AS(parse({"--epsilon", "2"}), doctest::Contains("--epsilon must be in [0, 1)"),
+  CHECK_THROWS_WITH_AS(parse({"--epsilon", "2"}), doctest::Contains("--epsilon: expected a number in [0, 1), got '2'"),
                        invalid_argument);
   CHECK_THROWS_WITH_AS(parse({"--problem-json", "p.json"}), doctest::Contains("add --micro-batches K"),
                        invalid_argument);
-  CHECK_THROWS_WITH_AS(parse({"--model"}), doctest::Contains("--model needs a value"), invalid_argument);
+  CHECK_THROWS_WITH_AS(parse({"--model"}), doctest::Contains("--model needs a value (NAME|SPEC)"), invalid_argument);
   CHECK_THROWS_WITH_AS(parse({"--device-counts", "1,,4"}), doctest::Contains("expected an integer"),
                        invalid_argument);
-  CHECK_THROWS_WITH_AS(parse({"--solve", "p.json", "--model", "mlp"}), doctest::Contains("drop --model"),
+  CHECK_THROWS_WITH_AS(parse({"--solve", "p.json", "--model", "mlp"}), doctest::Contains("--model does not apply to --solve"),
                        invalid_argument);
+}
+
+TEST_CASE("values are parsed whole; -1, 0, empty strings and lone flags are errors") {
+  struct bad {
+    std::vector<const char*> args;
+    const char* message;
+  };
+  const bad cases[] = {
+      {{"--devices", "-1"}, "--devices: expected an integer in [1, 1048576], got '-1'"},
+      {{"--batch", "-1"}, "--batch: expected an integer in [1, "},
+      {{"--batch", "2.5"}, "--batch: expected an integer"},
+      {{"--micro-batches", "4x"}, "--micro-batches: expected an integer"},
+      {{"--memory-budget", "0"}, "--memory-budget: expected a number in (0, "},
+      {{"--memory-budget", "nan"}, "--memory-budget: expected a number"},
+      {{"--memory-budget", "inf"}, "--memory-budget: expected a number"},
+      {{"--gpu", ""}, "--gpu: the value must not be empty"},
+      {{"--frontier-json", ""}, "--frontier-json: the value must not be empty"},
+      {{"--frontier-json="}, "--frontier-json: the value must not be empty"},
+      {{"--precision", "fp8"}, "--precision: expected one of fp32, bf16-mixed, bf16, got 'fp8'"},
+      {{"--time-target", "3"}, "--time-target picks the fewest devices among --device-counts"},
+      {{"--solve", "p.json", "--devices", "4"}, "--devices does not apply to --solve"},
+      {{"--solve", "p.json", "--batch", "4"}, "--batch does not apply to --solve"},
+      {{"--quiet=1"}, "--quiet takes no value"},
+      {{"--devices", "4", "--devices", "8"}, "--devices is given twice"},
+      {{"mlp"}, "unexpected argument 'mlp'"},
+      {{"--device-counts", "1,2,0"}, "--device-counts: expected an integer in [1, 1048576], got '0'"},
+      {{"--device-counts", "4", "--devices", "4"}, "drop --devices/--nodes"},
+      {{"--devices", "99999999999999999999"}, "--devices: expected an integer"},
+  };
+  for (const auto& b : cases) {
+    CAPTURE(b.message);
+    CHECK_THROWS_WITH_AS(parse(b.args), doctest::Contains(b.message), invalid_argument);
+  }
+}
+
+TEST_CASE("--help lists every flag with its range and default") {
+  const std::string h = plan_cli_usage();
+  CHECK(h.find("usage: tensoropt-plan") == 0);
+  for (const char* f : {"--model NAME|SPEC", "--devices N", "--memory-budget GIB", "--epsilon E", "--solve FILE",
+                        "--quiet", "--help"})
+    CHECK_MESSAGE(h.find(f) != std::string::npos, f);
+  CHECK(h.find("one node of N devices; default: the model's count; range [1, 1048576]\n") != std::string::npos);
+  CHECK(h.find("default gpt3-1.3b") != std::string::npos);
+  CHECK(h.find("one of fp32, bf16-mixed, bf16, default bf16-mixed") != std::string::npos);
+  CHECK(parse({"-h"}).help);
 }

@@ -1,7 +1,10 @@
-// Reports: the table fits 80 columns, the SVG shows every point, baseline and the choice.
-#include <tensoropt/plan/report.hpp>
+// Reports: the shown points are a cover with the chosen and fastest plans, each row says
+// what changes, the table fits 80 columns, the plot marks what does not fit and ticks the
+// frontier's range, the HTML page carries its data safely.
+#include <tensoropt/plan/report_html.hpp>
 #include <doctest/doctest.h>
 #include <algorithm>
+#include <cctype>
 #include <sstream>
 
 using namespace tensoropt;
@@ -14,12 +17,14 @@ frontier_report sample(int n, double spread) {
   r.precision = "bf16-mixed";
   r.samples = 1024;
   r.capacity = 80 * gib;
+  r.op_names = {"embed", "layers.0.mlp.fc1", "layers.1.mlp.fc1", "head"};
   for (int i = 0; i < n; ++i) {
     plan_point p;
     p.memory = gib * (1 + i * spread);
     p.time = 10.0 / (1 + i * spread);
     p.micro_batches = 1 + i % 4;
-    p.summary = "dp " + std::to_string(1 << (i % 4)) + " x tp 2, recompute " + std::to_string(i) +
+    p.labels = {"h4", i % 2 ? "b4 | rc" : "b4", "b4", "b4"};
+    p.summary = "dp 4 x tp 2, recompute " + std::to_string(i) +
                 "/24 layers and a very long tail that must be cut";
     r.points.push_back(p);
   }
@@ -36,8 +41,30 @@ std::size_t count(const std::string& s, const std::string& what) {
 }
 }  // namespace
 
-TEST_CASE("the table has one row per point, fits 80 columns and marks the choice") {
-  const auto r = sample(12, 0.5);
+TEST_CASE("the shown points are a cover at the display tolerance with the chosen and the fastest plan") {
+  auto r = sample(400, 0.01);  // times 1 % apart at the start: a 5 % cover drops most
+  r.display_tolerance = 0.05;
+  const auto sh = shown(r);
+  CHECK(sh.tolerance == 0.05);
+  CHECK(is_cover(r.points, sh.rows, 0.05));
+  CHECK(sh.rows.size() < 80);
+  CHECK(std::find(sh.rows.begin(), sh.rows.end(), std::size_t(200)) != sh.rows.end());
+  CHECK(sh.rows.back() == 399);
+  CHECK(sh.rows.front() == 0);
+  // Tolerance 0 shows every point; too many rows step the tolerance up.
+  r.display_tolerance = 0;
+  CHECK(shown(r).rows.size() < 400);  // more than max_shown (300): the tolerance steps up
+  r.max_shown = 1000;
+  CHECK(shown(r).rows.size() == 400);
+  const auto few = shown(r, 10);
+  CHECK(few.rows.size() <= 10);
+  CHECK(few.tolerance > 0.05);
+  CHECK(is_cover(r.points, few.rows, few.tolerance));
+}
+
+TEST_CASE("the table shows the cover, fits 80 columns, marks the choice and says what changes") {
+  auto r = sample(12, 0.5);
+  r.display_tolerance = 0;
   const auto t = format_table(r);
   std::istringstream in(t);
   std::string line;
@@ -51,52 +78,91 @@ TEST_CASE("the table has one row per point, fits 80 columns and marks the choice
   CHECK(rows == 12);
   CHECK(marked == 1);
   CHECK(t.find("t = 16 does not divide") != std::string::npos);
+  CHECK(t.find("layers.0.mlp.fc1 +rc") != std::string::npos);  // what changes from the row above
+  CHECK(t.find("k 1 -> 2") != std::string::npos);
+  CHECK(t.find("3.33 s") != std::string::npos);                 // three significant digits
+  r.display_tolerance = 0.5;
+  const auto covered = format_table(r);
+  CHECK(covered.find(std::to_string(shown(r).rows.size()) + " of 12 plans shown") != std::string::npos);
+  CHECK(covered.find("at most 50 % more time") != std::string::npos);
 }
 
-TEST_CASE("the SVG draws every point, the valid baselines and the chosen plan") {
-  const auto r = sample(9, 2.0);
+TEST_CASE("describe_change groups the ops of repeated layers and names single ones") {
+  frontier_report r;
+  r.op_names = {"embed", "layers.0.mlp.fc1", "layers.1.mlp.fc1", "layers.2.mlp.fc1", "head"};
+  r.points.push_back({2, 1, 4, {}, {"h4", "f4", "f4", "f4 | zo", "b4"}, "tp 4 (b4 on 1 op), recompute"});
+  r.points.push_back({1, 2, 2, {}, {"h2 f2", "f4 | rc", "f4 | rc", "f4 | zo", "b4"}, "tp 4, zero 3/3 layers"});
+  r.points.push_back({0.5, 3, 2, {}, {"h2 f2", "b4 | rc", "f4 | rc", "f4 | rc", "b4"}, "dp 4"});
+  CHECK(describe_change(r, 0, 1) == "k 4 \u2192 2; layers.*.mlp.fc1 +rc (2 of 3); embed h4 \u2192 h2 f2");
+  CHECK(describe_change(r, 0, 1, 3, true) == "k 4 -> 2; mlp.fc1 +rc (2/3); embed h4 -> h2 f2");
+  CHECK(describe_change(r, 1, 2, 3, true) ==
+        "tp 4 -> dp 4; layers.0.mlp.fc1 f4 -> b4; layers.2.mlp.fc1 +rc -zo");
+  CHECK(describe_change(r, 0, 1, 1, true) == "k 4 -> 2; mlp.fc1 +rc (2/3); 1 more changes");
+  CHECK(describe_change(r, 1, 1) == "same configs");
+  CHECK(detail::generic_name("layers.12.mlp.fc1") == "layers.*.mlp.fc1");
+  CHECK(detail::generic_name("blocks.3.2.conv1x1") == "blocks.*.*.conv1x1");
+}
+
+TEST_CASE("the SVG marks the shown points, draws baselines that do not fit hollow and puts every line in the legend") {
+  auto r = sample(9, 2.0);
+  r.display_tolerance = 0;
+  r.baselines.push_back({"min time (single objective)", 2.5, 100 * gib, true, ""});  // above 80 GiB
   const auto s = to_svg(r);
   CHECK(s.rfind("<svg", 0) == 0);
   CHECK(s.find("</svg>") != std::string::npos);
-  CHECK(count(s, "<circle") == 9 + 1 /* legend */ + 2 /* chosen ring + its legend */);
-  CHECK(count(s, "transform=\"rotate(45") == 1);  // only the valid baseline is drawn
+  CHECK(count(s, "<circle class=\"pt\"") == 9);
+  CHECK(count(s, "transform=\"rotate(45") == 2 * 2);  // two valid baselines, on the plot and in the legend
+  CHECK(count(s, "fill=\"white\" stroke=") == 2);     // the one that does not fit, hollow twice
+  CHECK(s.find("does not fit (&gt; 80 GiB)") != std::string::npos);
   CHECK(s.find("chosen plan #4") != std::string::npos);
-  CHECK(s.find("(log)") != std::string::npos);  // memory spans 17x: log scale
-  CHECK(s.find("memory budget 4.00 GiB") != std::string::npos);
+  CHECK(s.find("(log scale)") != std::string::npos);  // memory spans 17x: log scale
+  CHECK(s.find(">memory budget 4 GiB</text>") != std::string::npos);
+  CHECK(s.find(">device capacity 80 GiB</text>") != std::string::npos);
 }
 
-TEST_CASE("a narrow range uses linear axes; text is escaped") {
-  auto r = sample(3, 0.1);
-  r.model = "a<b>&c";
-  r.baselines.clear();
+TEST_CASE("a baseline far off the frontier is drawn at the edge with its value") {
+  auto r = sample(5, 0.2);
+  r.capacity = 16 * gib;
+  r.budget = 0;
+  r.baselines = {{"min time (single objective)", 2.0, 1400 * gib, true, ""}};
   const auto s = to_svg(r);
-  CHECK(s.find("(log)") == std::string::npos);
-  CHECK(s.find("a&lt;b&gt;&amp;c") != std::string::npos);
-  CHECK(s.find("a<b>") == std::string::npos);
+  CHECK(s.find("1.37 TiB \u2192") != std::string::npos);
+  CHECK(s.find("(off the scale)") != std::string::npos);
+  CHECK(s.find("(log scale)") == std::string::npos);  // 1-16 GiB stays linear
 }
 
-TEST_CASE("the HTML report embeds the plot and the per-op table of the choice") {
+TEST_CASE("memory ticks fall inside the frontier's range, at least 48 px apart") {
+  // A frontier at 11-17 GiB with a baseline at 105 GiB: a log axis from 5 to 110 GiB.
+  const auto xs = detail::axis_scale::make(5 * gib, 110 * gib, 80, 620);
+  REQUIRE(xs.log);
+  const auto ticks = xs.ticks(gib, 11 * gib, 17 * gib);
+  CHECK(std::count_if(ticks.begin(), ticks.end(), [](double t) { return t >= 11 * gib && t <= 17 * gib; }) >= 1);
+  for (std::size_t i = 1; i < ticks.size(); ++i) CHECK(xs(ticks[i]) - xs(ticks[i - 1]) >= 48);
+  CHECK(ticks.size() >= 3);
+  const auto lin = detail::axis_scale::make(25, 52, 440, 40);
+  CHECK_FALSE(lin.log);
+  const auto lt = lin.ticks(1, 25, 52, 28);
+  CHECK(lt.size() >= 3);
+  for (double t : lt) CHECK(std::fabs(t / 5 - std::round(t / 5)) < 1e-9);  // round values
+}
+
+TEST_CASE("the HTML report embeds the plot, the plan data, the per-op table and escapes everything") {
   auto r = sample(5, 1.0);
+  r.display_tolerance = 0;
+  r.op_names[0] = "</script><b>x";
+  r.model = "a<b>&c";
   r.chosen_ops.push_back({"layers.0.attn.qkv", "b4 heads2", 1e-3, 1e8, "all-reduce grads 24 MiB (dp 4)"});
   const auto h = to_html(r);
   CHECK(h.find("<svg") != std::string::npos);
   CHECK(h.find("layers.0.attn.qkv") != std::string::npos);
   CHECK(h.find("all-reduce grads 24 MiB") != std::string::npos);
+  CHECK(count(h, "<tr data-i=") == 5);
   CHECK(count(h, "class=\"chosen\"") == 1);
-}
-
-TEST_CASE("a long frontier is shown as a spread of rows that keeps both ends and the choice") {
-  auto r = sample(500, 0.05);
-  r.chosen = 123;
-  const auto rows = table_rows(r, 30);
-  CHECK(rows.size() >= 25);
-  CHECK(rows.size() <= 31);
-  CHECK(rows.front() == 0);
-  CHECK(rows.back() == 499);
-  CHECK(std::is_sorted(rows.begin(), rows.end()));
-  CHECK(std::adjacent_find(rows.begin(), rows.end()) == rows.end());
-  CHECK(std::find(rows.begin(), rows.end(), std::size_t(123)) != rows.end());
-  const auto t = format_table(r, 30);
-  CHECK(t.find("(500 points; ") != std::string::npos);
-  CHECK(table_rows(sample(10, 1.0), 30).size() == 10);
+  CHECK(count(h, "</script>") == 3);  // the error handler, the data block and the panel script
+  CHECK(h.find("\\u003c/script\\u003e\\u003cb\\u003ex") != std::string::npos);
+  CHECK(h.find("a<b>") == std::string::npos);
+  CHECK(h.find("a&lt;b&gt;&amp;c") != std::string::npos);
+  CHECK(h.find("id=\"report-data\"") != std::string::npos);
+  CHECK(h.find("data-report") != std::string::npos);
+  CHECK(h.find("<td class=\"l\">yes</td>") != std::string::npos);  // data parallel fits 80 GiB
 }

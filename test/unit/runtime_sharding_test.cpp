@@ -1,5 +1,6 @@
 // Placements under the device-placement rule and redistribution between any two of them, partial sums included.
 #include <doctest/doctest.h>
+#include <tensoropt/runtime/cpu_backend.hpp>
 #include <tensoropt/runtime/sharding.hpp>
 #include <random>
 

@@ -37,6 +37,18 @@ class runtime_error : public error {
 };
 
 namespace detail {
+/// The most characters of a user's value (a name, a JSON value) an error message echoes.
+inline constexpr std::size_t max_echo = 80;
+
+/// `s` cut to `max` characters, saying how long it was: error messages stay one line
+/// even when the value that caused them is megabytes long.
+inline std::string cut_short(std::string s, std::size_t max = max_echo) {
+  if (s.size() <= max) return s;
+  const std::size_t n = s.size();
+  s.resize(max);
+  return s + "... (" + std::to_string(n) + " characters)";
+}
+
 /// Throws E with `msg` unless `cond` holds. Usable in constexpr code: in a constant
 /// expression a failing check is a compile error that shows the throw.
 template <class E = invalid_argument>

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 #include <cstdio>
+#include <utility>
 
 namespace tensoropt {
 
@@ -73,28 +74,39 @@ constexpr flops operator""_TFLOP(unsigned long long v) { return flops(double(v) 
 }  // namespace literals
 using namespace literals;
 
-/// "23.4 GiB", "512 MiB", "3 KiB", "17 B": for tables and messages.
-inline std::string format_bytes(double b) {
+namespace detail {
+/// `v` with three significant digits ("1.23", "45.6", "789"; "1234" past 1000), then `unit`.
+inline std::string three_digits(double v, const char* unit) {
   char buf[64];
-  const double a = std::fabs(b);
-  if (a >= tib) std::snprintf(buf, sizeof buf, "%.2f TiB", b / tib);
-  else if (a >= gib) std::snprintf(buf, sizeof buf, "%.2f GiB", b / gib);
-  else if (a >= mib) std::snprintf(buf, sizeof buf, "%.1f MiB", b / mib);
-  else if (a >= kib) std::snprintf(buf, sizeof buf, "%.1f KiB", b / kib);
-  else std::snprintf(buf, sizeof buf, "%.0f B", b);
+  const double a = std::fabs(v);
+  // Pick the decimals from the value as it will round, so 9.996 prints "10.0", not "10.00".
+  const int decimals = a >= 99.95 ? 0 : a >= 9.995 ? 1 : 2;
+  std::snprintf(buf, sizeof buf, "%.*f %s", decimals, v, unit);
   return buf;
+}
+}  // namespace detail
+
+/// "23.4 GiB", "1.50 GiB", "512 MiB", "16 GiB", "17 B": three significant digits, and no
+/// decimals for a whole number of the unit (a capacity or a budget). For tables and messages.
+inline std::string format_bytes(double b) {
+  const double a = std::fabs(b);
+  const auto [scale, unit] = a >= tib ? std::pair{tib, "TiB"} : a >= gib ? std::pair{gib, "GiB"}
+                           : a >= mib ? std::pair{mib, "MiB"} : a >= kib ? std::pair{kib, "KiB"}
+                                      : std::pair{1.0, "B"};
+  const double v = b / scale;
+  if (v == std::round(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v)) + " " + unit;
+  return detail::three_digits(v, unit);
 }
 inline std::string format_bytes(bytes b) { return format_bytes(b.value); }
 
-/// "1.23 s", "45.6 ms", "7.8 us": for tables and messages.
+/// "1.23 s", "45.0 s", "45.6 ms", "7.80 us", "0 s": three significant digits. For tables and messages.
 inline std::string format_seconds(double s) {
-  char buf[64];
   const double a = std::fabs(s);
-  if (a >= 1 || a == 0) std::snprintf(buf, sizeof buf, "%.3f s", s);
-  else if (a >= 1e-3) std::snprintf(buf, sizeof buf, "%.2f ms", s * 1e3);
-  else if (a >= 1e-6) std::snprintf(buf, sizeof buf, "%.2f us", s * 1e6);
-  else std::snprintf(buf, sizeof buf, "%.1f ns", s * 1e9);
-  return buf;
+  if (a == 0) return "0 s";
+  if (a >= 0.9995) return detail::three_digits(s, "s");
+  if (a >= 0.9995e-3) return detail::three_digits(s * 1e3, "ms");
+  if (a >= 0.9995e-6) return detail::three_digits(s * 1e6, "us");
+  return detail::three_digits(s * 1e9, "ns");
 }
 inline std::string format_seconds(seconds s) { return format_seconds(s.value); }
 

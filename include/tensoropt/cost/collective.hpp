@@ -1,4 +1,4 @@
-// Collective costs in the alpha-beta model with ring algorithms (DESIGN.md section 5).
+// Collective costs in the alpha-beta model with ring algorithms.
 //
 // A group spans `ranks[L]` devices at mesh level L (0 = nodes, 1 = GPUs in a node);
 // its size is ranks[0] * ranks[1]. On one level with n ranks, link bandwidth B and

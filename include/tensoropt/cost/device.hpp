@@ -1,5 +1,5 @@
 // Device specs (peak FLOP/s, memory bandwidth and capacity, launch overhead, GEMM
-// efficiency curve, default links) and the named presets of WORKLOADS.md.
+// efficiency curve, default links) and the named presets (v100-16gb ... h200-141gb).
 //
 // Figures are the vendors' dense peaks (SXM parts). bf16 on V100 uses the fp16
 // tensor-core figure (V100 has no bf16 units; mixed precision runs in fp16 there).
@@ -96,7 +96,7 @@ constexpr device make_gpu(std::string_view name, double fp32_tf, double half_tf,
 }
 }  // namespace detail
 
-/// The presets, by the names WORKLOADS.md uses.
+/// The presets, by the names the zoo and the command lines use.
 namespace gpus {
 inline constexpr device v100_16gb = detail::make_gpu("v100-16gb", 15.7, 125, 900, 16 * gib, 130, 1.5625);
 inline constexpr device v100_32gb = detail::make_gpu("v100-32gb", 15.7, 125, 900, 32 * gib, 130, 1.5625);

@@ -1,4 +1,5 @@
-// Enumeration of the configs of one op (DESIGN.md section 4), their validity, and
+// Enumeration of the configs of one op (split degrees per dim and mesh level, plus the
+// recompute and optimizer-sharding switches), their validity, and
 // their human-readable labels.
 //
 // A layout-config gives each mesh level a degree per splittable dim: a dim's
@@ -137,8 +138,12 @@ constexpr bool params_replicated(const op_graph& g, const op_node& op, const op_
   return false;
 }
 
-/// Whether recompute means something for `op` (it saves something for backward).
-constexpr bool can_recompute(const op_node& op) { return op.kind != op_kind::input && !op.saved.empty(); }
+/// Whether recompute means something for `op`: it saves something for backward, or
+/// it is a residual add inside a repeated layer (recomputing it lets the layer keep
+/// only its input, Megatron's full recomputation).
+constexpr bool can_recompute(const op_node& op) {
+  return op.kind != op_kind::input && (!op.saved.empty() || (op.kind == op_kind::add && op.repeat_id >= 0));
+}
 
 /// The layout-configs of `op` on `mesh` (switches off), under the bounding rules.
 constexpr std::vector<op_config> enumerate_layouts(const op_node& op, const device_mesh& mesh,

@@ -1,15 +1,35 @@
 // Time and memory of one op under one config, and of one graph edge under a pair
-// of configs (DESIGN.md section 5). Everything is constexpr.
+// of configs: the cost model the search optimizes. Everything is constexpr.
 //
 // Op time per iteration = k * (forward + backward + recompute's extra forward + the
-// op's own collectives) + gradient synchronization (once per iteration), with k the
-// micro-batch count (the graph is already the micro-batch's: see with_batch).
+// op's own collectives) + gradient synchronization + the optimizer update (both once
+// per iteration), with k the micro-batch count (the graph is already the
+// micro-batch's: see with_batch).
 //  - Forward = max(FLOPs / (peak(dtype) * efficiency), bytes / (bandwidth *
 //    memory_efficiency)) + launch overhead, on the local shard (FLOPs and the
 //    bytes of inputs, params and output divided by the split degrees). GEMM-like
 //    ops (linear, conv2d, attention, moe_experts) run at the compute dtype's peak
 //    times the device's GEMM efficiency curve; the others at the fp32 peak.
 //    Backward: its FLOPs, twice the bytes, one launch.
+//  - Attention core, per implementation (cost_options::attention, a switch of the
+//    software stack): with P = b * heads * s^2 local score elements and e bytes
+//    per activation,
+//      materialized (Megatron's unfused softmax path, what Korthikanti et al.
+//      assume): the scores S = QK^T, the softmax, the dropout mask (1 byte) and
+//      the dropout output are written to memory. Forward: write S, read S + write
+//      softmax, read softmax + write dropout output and mask, read it in AV:
+//      6Pe + P bytes (4Pe without dropout). Backward: read the dropout output
+//      (dV), write its gradient, read it + the mask + write the softmax gradient,
+//      read softmax + gradient + write dS, read dS twice (dQ, dK): 9Pe + P bytes
+//      (7Pe without dropout). Charged as separate memory-bound passes added to
+//      the GEMM roofline, with one launch per softmax / dropout pass.
+//      fused (FlashAttention, Dao et al. 2022): no score traffic; backward
+//      recomputes QK^T (+2 FLOPs per point, 10 instead of 8); saved buffers
+//      indexed by the key dim are not kept, only the softmax statistics
+//      (b * heads * s fp32 values).
+//  - Batch norm in training reads its input twice in forward (statistics, then
+//    normalization) and x and dy twice in backward: one extra input pass forward,
+//    two backward (cuDNN's and the reference kernels' structure).
 //  - Own collectives: a partial output that no op reads (the loss) is all-reduced
 //    in place; softmax cross-entropy with its class dim split all-reduces two
 //    floats per sample; batch norm with b, h or w split all-reduces two floats
@@ -18,10 +38,18 @@
 //  - Gradient sync: for each parameter the op owns (the first op listing it), over
 //    the devices that replicate it: all-reduce of its local gradient, or under
 //    shard_optimizer reduce-scatter of the gradient + all-gather of the weights.
+//  - Optimizer update (Adam, elementwise, memory-bound): over the local optimizer
+//    shard (local elements / replicas under shard_optimizer), it reads the
+//    gradient, the state and the weight and writes the state and the weight:
+//    grad + 2 * (optimizer + weight) bytes per element, less one weight read under
+//    mixed precision (the bf16 copy is written from the fp32 master): 28 bytes per
+//    element for fp32 and for bf16-mixed Adam.
 // Op memory = for owned parameters, local elements * (weight + grad + optimizer
 // bytes), grad and optimizer bytes divided by the replica count under
 // shard_optimizer; + the saved buffers' local shards (one micro-batch), or none
-// under recompute. Recompute working set: backward re-runs a recomputed layer's
+// under recompute. A saved buffer that IS an input (saved_buffer::input >= 0) is
+// charged on the edge that delivers it instead (see edge memory). Recompute
+// working set: backward re-runs a recomputed layer's
 // forward and holds that layer's saved buffers until its backward is done, on top
 // of every layer's checkpoints (measured on the CPU runtime: the least-memory GPT
 // point peaked at +87 % over a model without this term). It is one layer's worth,
@@ -31,12 +59,23 @@
 // recomputed ops outside a repeat are charged nothing for it.
 // Edge time = k * (forward redistribution producer-output -> consumer-input +
 // backward redistribution of the gradient consumer -> producer); no backward for
-// integer tensors or for the model input.
-// Edge memory (recompute checkpoints): when the consumer is recomputed it keeps
-// its input (local shard in its layout) unless the producer is recomputed too and
-// belongs to the same repeat instance (layer): then the input is rebuilt by
-// recomputing the producer. So edge memory depends on the recompute switches,
-// edge time only on the layouts.
+// integer tensors or for the model input; + k * the forward redistribution once
+// more when the consumer keeps the producer's shard of a gathered input (below).
+// Edge memory (saved inputs and recompute checkpoints):
+//  - Kept shard (Megatron's sequence parallelism, Korthikanti et al. sec. 4.2.2):
+//    when the forward redistribution is a pure all-gather (no partial source, every
+//    destination split divides the source split) the consumer keeps the
+//    producer's smaller shard and all-gathers it again in backward; otherwise it
+//    keeps its own (gathered or re-split) copy. This holds for the saved input of
+//    a plain consumer and for the checkpoint of a recomputed one.
+//  - A recomputed consumer keeps its input as checkpoint unless the producer is
+//    recomputed too and belongs to the same repeat instance (layer): then the
+//    input is rebuilt by recomputing the producer. Of several recomputed readers
+//    of one tensor inside one layer, only the first (in op order) is charged: they
+//    share one checkpoint (full recomputation keeps 2sbh per layer, as Megatron).
+//    Deliberate gap: a later recomputed reader whose first reader is not
+//    recomputed and does not save the tensor is charged nothing for it.
+// So edge memory depends on the recompute switches, edge time only on the layouts.
 // Simplifications (stated, not hidden): no overlap of communication with compute;
 // memory is the sum of what is kept (no transient peaks: those go in the
 // reserve); a shared (tied) parameter is stored, synchronized and charged by its
@@ -54,9 +93,16 @@
 
 namespace tensoropt {
 
+/// How the attention core runs (see the file comment).
+enum class attention_kernel : std::uint8_t {
+  materialized,  ///< scores, softmax and dropout written to memory (Megatron's unfused path)
+  fused,         ///< FlashAttention: scores stay on chip; backward recomputes them
+};
+
 struct cost_options {
   precision prec = precisions::bf16_mixed;
   index_t micro_batches = 1;  ///< k: the graph is one micro-batch, run k times
+  attention_kernel attention = attention_kernel::materialized;
   constexpr bool operator==(const cost_options&) const = default;
 };
 
@@ -98,10 +144,11 @@ struct op_cost {
   seconds recompute{};    ///< k * extra forward
   seconds collectives{};  ///< k * own collectives
   seconds grad_sync{};    ///< once per iteration
+  seconds optimizer{};    ///< the optimizer update, once per iteration
   bytes param_state{};    ///< weights + grads + optimizer state
   bytes activations{};    ///< saved for backward (one micro-batch)
   bytes recompute_working{};  ///< under recompute in a repeat: its saved buffers / repeat count
-  constexpr seconds time() const { return compute + recompute + collectives + grad_sync; }
+  constexpr seconds time() const { return compute + recompute + collectives + grad_sync + optimizer; }
   constexpr bytes memory() const { return param_state + activations + recompute_working; }
 };
 
@@ -141,6 +188,31 @@ constexpr double local_points(const op_node& op, const op_config& c) {
 constexpr bool same_instance(const op_node& a, const op_node& b) {
   return a.repeat_id == b.repeat_id && a.repeat_index == b.repeat_index;
 }
+/// Bytes of the score tensors a materialized attention core moves (file comment).
+struct score_bytes {
+  double fwd = 0, bwd = 0;
+  int passes = 0;  ///< memory-bound kernels per direction (softmax, dropout)
+};
+constexpr score_bytes score_traffic(const op_node& op, const op_config& c, const precision& pr) {
+  double P = 1;  // local b * heads * sq * sk
+  for (int d = 0; d < 4; ++d) P *= double(op.dims[d].extent) / double(c.total_degree(d));
+  const double e = pr.activation_bytes();
+  if (op.attr[1] > 0) return {P * (6 * e + 1), P * (9 * e + 1), 2};
+  return {P * 4 * e, P * 7 * e, 1};
+}
+/// Bytes of op's saved buffers that are inputs, in the op's own layout.
+constexpr double saved_input_bytes(const op_graph& g, const op_node& op, const op_config& c, const precision& pr) {
+  double b = 0;
+  for (auto& s : op.saved) {
+    if (s.input < 0) continue;
+    double n = s.multiplier;
+    for (std::size_t d = 0; d < op.dims.size(); ++d)
+      if (s.dims >> d & 1u) n *= double(op.dims[d].extent) / double(c.total_degree(int(d)));
+    b += n * (s.elem_bytes > 0 ? s.elem_bytes : pr.activation_bytes());
+  }
+  (void)g;
+  return b;
+}
 }  // namespace detail
 
 /// The cost of op `i` of `g` under `c` on `cl` (see the file comment).
@@ -168,7 +240,21 @@ constexpr op_cost cost_op(const op_graph& g, int i, const op_config& c, const cl
       const double tm = b / (dev.memory_bw.value * dev.memory_efficiency);
       return (tc > tm ? tc : tm) + dev.launch_overhead.value;
     };
-    const double fwd = kernel(ff, traffic), bwd = kernel(bf, 2 * traffic);
+    const bool fused = op.kind == op_kind::attention && o.attention == attention_kernel::fused;
+    // backward of fused attention recomputes QK^T: 2 FLOPs per point more
+    const double bf_run = fused ? bf + 2 * pts : bf;
+    double fwd = kernel(ff, traffic), bwd = kernel(bf_run, 2 * traffic);
+    const double stream = dev.memory_bw.value * dev.memory_efficiency;
+    if (op.kind == op_kind::attention && !fused) {
+      const auto sc = detail::score_traffic(op, c, pr);
+      fwd += sc.fwd / stream + sc.passes * dev.launch_overhead.value;
+      bwd += sc.bwd / stream + sc.passes * dev.launch_overhead.value;
+    }
+    if (op.kind == op_kind::batch_norm && !op.inputs.empty()) {
+      const double x = detail::local_elements(g, op, op.inputs[0], c) * detail::elem_bytes(g.tensors[op.inputs[0].tensor], pr);
+      fwd += x / stream;
+      bwd += 2 * x / stream;
+    }
     r.compute = seconds(k * (fwd + bwd));
     if (c.recompute) r.recompute = seconds(k * fwd);
 
@@ -197,13 +283,19 @@ constexpr op_cost cost_op(const op_graph& g, int i, const op_config& c, const cl
 
     bytes saved{};
     for (auto& s : op.saved) {
+      if (s.input >= 0) continue;  // charged on the edge that delivers the input
+      if (fused && (s.dims >> 3 & 1u)) continue;  // indexed by the key dim: not kept by a fused kernel
       double n = s.multiplier;
       for (std::size_t d = 0; d < op.dims.size(); ++d)
         if (s.dims >> d & 1u) n *= double(op.dims[d].extent) / double(c.total_degree(int(d)));
       saved += bytes(n * (s.elem_bytes > 0 ? s.elem_bytes : pr.activation_bytes()));
     }
+    if (fused)  // the softmax statistics: b * heads * sq fp32 values
+      saved += bytes(4.0 * double(op.dims[0].extent) / double(c.total_degree(0)) * double(op.dims[1].extent) /
+                     double(c.total_degree(1)) * double(op.dims[2].extent));
     if (!c.recompute) r.activations = saved;
-    else if (facts.repeats > 0) r.recompute_working = bytes(saved.value / double(facts.repeats));
+    else if (facts.repeats > 0) r.recompute_working = bytes((saved.value + detail::saved_input_bytes(g, op, c, pr)) /
+                                                            double(facts.repeats));
   }
   for (std::size_t j = 0; j < op.params.size(); ++j) {
     if (!(facts.owned_params >> j & 1u)) continue;
@@ -213,6 +305,9 @@ constexpr op_cost cost_op(const op_graph& g, int i, const op_config& c, const cl
     const double n = detail::local_elements(g, op, p, c);
     const double shard = c.shard_optimizer ? double(rg.size()) : 1.0;
     r.param_state += bytes(n * (pr.weight_bytes + (pr.grad_bytes + pr.optimizer_bytes) / shard));
+    const double upd = pr.grad_bytes + 2.0 * (pr.optimizer_bytes + pr.weight_bytes) -
+                       (pr.compute == dtype::fp32 ? 0.0 : double(pr.weight_bytes));
+    r.optimizer += seconds(n / shard * upd / (dev.memory_bw.value * dev.memory_efficiency));
     if (rg.size() > 1) {
       if (c.shard_optimizer)
         r.grad_sync += reduce_scatter(rg, bytes(n * pr.grad_bytes), cl) + all_gather(rg, bytes(n * pr.weight_bytes), cl);
@@ -244,27 +339,92 @@ constexpr edge_layouts layouts_of_edge(const op_graph& g, const graph_edge& e, c
           layout_of(v, in, rank, cv, mesh, true), layout_of(u, u.output, rank, cu, mesh, false)};
 }
 
+namespace detail {
+/// Whether op `v` keeps input `slot` for backward (a saved buffer that is the input).
+constexpr bool saves_input(const op_node& v, int slot) {
+  for (auto& b : v.saved)
+    if (b.input == slot) return true;
+  return false;
+}
+/// Local elements of the producer's shard / the consumer's, when edge `e`'s forward
+/// redistribution is a pure all-gather (no partial source; every destination split
+/// divides the source split, at each level) and the source is smaller; else 1.
+constexpr double kept_shard_ratio(const op_graph& g, const graph_edge& e, const op_config& cu, const op_config& cv) {
+  const op_node& u = g.ops[e.from];
+  const op_node& v = g.ops[e.to];
+  const tensor_map& src = u.output;
+  const tensor_map& dst = v.inputs[e.slot];
+  const int rank = g.tensors[e.tensor].rank;
+  double ratio = 1;
+  for (int L = 0; L < max_levels; ++L) {
+    std::uint32_t su = 0, sv = 0;
+    for (int a = 0; a < rank; ++a) {
+      std::int64_t ds = 1, dd = 1;
+      if (src.dim[a] >= 0 && !(su >> src.dim[a] & 1u)) {
+        ds = cu.degree[L][src.dim[a]];
+        su |= 1u << src.dim[a];
+      }
+      if (dst.dim[a] >= 0 && !(sv >> dst.dim[a] & 1u)) {
+        dd = cv.degree[L][dst.dim[a]];
+        sv |= 1u << dst.dim[a];
+      }
+      if (ds % dd != 0) return 1;
+      ratio *= double(dd) / double(ds);
+    }
+    for (std::size_t d = 0; d < u.dims.size(); ++d)
+      if (!(su >> d & 1u) && cu.degree[L][d] > 1) return 1;  // partial source
+  }
+  return ratio;
+}
+/// Whether edge `e`'s consumer is the first op of its repeat instance reading the
+/// tensor (ops of one instance are contiguous in op order); true outside repeats.
+constexpr bool first_reader_in_layer(const op_graph& g, const graph_edge& e) {
+  const op_node& v = g.ops[e.to];
+  if (v.repeat_id < 0) return true;
+  for (int j = e.to - 1; j >= 0 && same_instance(g.ops[j], v); --j)
+    for (auto& in : g.ops[j].inputs)
+      if (in.tensor == e.tensor) return false;
+  for (std::size_t s = 0; s < std::size_t(e.slot); ++s)
+    if (v.inputs[s].tensor == e.tensor) return false;
+  return true;
+}
+}  // namespace detail
+
 /// Edge time per iteration (see the file comment). Depends only on the layouts.
 constexpr seconds edge_time(const op_graph& g, const graph_edge& e, const op_config& cu, const op_config& cv,
                             const cluster& cl, const cost_options& o = {}) {
   const auto& t = g.tensors[e.tensor];
   const bytes total(double(t.size()) * detail::elem_bytes(t, o.prec));
   const auto l = layouts_of_edge(g, e, cu, cv, cl.mesh);
-  seconds s = redistribution_time(l.fwd_src, l.fwd_dst, t.rank, total, cl);
+  const seconds fwd = redistribution_time(l.fwd_src, l.fwd_dst, t.rank, total, cl);
+  seconds s = fwd;
   if (!t.integer && g.ops[e.from].kind != op_kind::input)
     s += redistribution_time(l.bwd_src, l.bwd_dst, t.rank, total, cl);
+  if (detail::saves_input(g.ops[e.to], e.slot) && detail::kept_shard_ratio(g, e, cu, cv) < 1) s += fwd;  // re-gather
   return s * double(o.micro_batches);
 }
 
-/// Edge memory: the recompute checkpoint the consumer keeps (see the file comment).
+/// Edge memory: the consumer's saved input or recompute checkpoint (see the file comment).
 constexpr bytes edge_memory(const op_graph& g, const graph_edge& e, const op_config& cu, const op_config& cv,
                             const cost_options& o = {}) {
-  if (!cv.recompute) return bytes(0);
   const op_node& u = g.ops[e.from];
   const op_node& v = g.ops[e.to];
-  if (cu.recompute && detail::same_instance(u, v)) return bytes(0);
   const auto& t = g.tensors[e.tensor];
-  return bytes(detail::local_elements(g, v, v.inputs[e.slot], cv) * detail::elem_bytes(t, o.prec));
+  const double ratio = detail::kept_shard_ratio(g, e, cu, cv);
+  if (!cv.recompute) {
+    double b = 0;
+    for (auto& s : v.saved) {
+      if (s.input != e.slot) continue;
+      double n = s.multiplier;
+      for (std::size_t d = 0; d < v.dims.size(); ++d)
+        if (s.dims >> d & 1u) n *= double(v.dims[d].extent) / double(cv.total_degree(int(d)));
+      b += n * (s.elem_bytes > 0 ? s.elem_bytes : detail::elem_bytes(t, o.prec));
+    }
+    return bytes(b * ratio);
+  }
+  if (cu.recompute && detail::same_instance(u, v)) return bytes(0);
+  if (!detail::first_reader_in_layer(g, e)) return bytes(0);
+  return bytes(detail::local_elements(g, v, v.inputs[e.slot], cv) * detail::elem_bytes(t, o.prec) * ratio);
 }
 
 }  // namespace tensoropt

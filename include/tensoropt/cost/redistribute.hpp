@@ -1,4 +1,4 @@
-// The cost of moving a tensor from one layout to another (DESIGN.md section 5).
+// The cost of moving a tensor from one layout to another (an edge of the search problem).
 //
 // Per mesh level L, with src split degrees s[a], dst split degrees d[a] per tensor
 // axis, and src partial degree p:

@@ -1,5 +1,5 @@
 // The operator graph: what lowering a model produces and what cost, search and the
-// runtime consume (DESIGN.md section 3).
+// runtime consume.
 //
 // An op has named iteration dimensions; each tensor it reads or writes maps its
 // axes to those dims. Splitting an iteration dim by p splits every tensor axis that

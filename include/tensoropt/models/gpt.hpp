@@ -1,40 +1,12 @@
 // Transformer language models of the zoo: GPT (GPT-3 suite, Megatron table), BERT
-// and the GShard MoE transformer, as compile-time model types.
-//
-// GPT layer (pre-LN, Megatron layout; op names under "layers.<i>"):
-//   ln1, attn.{qkv,core,proj,drop}, add1, ln2, mlp.{fc1,act,fc2,drop}, add2
-// which saves 34sbh + 5as^2b bytes per layer at 2-byte activations (Korthikanti et
-// al.). Around the layers: "embed" (token table [v, h] + learned positions [s, h]),
-// "ln_f", "head" (linear tied to the token table: no own weight), "labels" and
-// "loss" (softmax cross-entropy over v). Parameters: 12Lh^2 + 13Lh + vh + sh + 2h.
+// and the GShard MoE transformer, as compile-time model types. GPT and BERT lower
+// from their configuration value (transformer.hpp: layer layout, saved activations
+// and parameter count), so a type here and a `gpt:`/`bert:` spec are one graph.
 #pragma once
 #include "../model/model.hpp"
+#include "transformer.hpp"
 
 namespace tensoropt::models {
-
-/// A GPT configuration. ffn = 0 means 4 * hidden.
-struct gpt_config {
-  index_t layers = 12;
-  index_t hidden = 768;
-  index_t heads = 12;
-  index_t seq = 1024;
-  index_t vocab = 51200;
-  index_t batch = 1024;   ///< global batch (sequences)
-  index_t ffn = 0;
-  double dropout = 0.1;
-  constexpr index_t ffn_size() const { return ffn > 0 ? ffn : 4 * hidden; }
-};
-
-/// A pre-LN transformer layer: attention block and FFN block, each residual.
-/// Causal selects masked (GPT) or bidirectional attention.
-template <index_t Hidden, index_t Heads, index_t Ffn, double Dropout = 0.1, bool Causal = true>
-using transformer_layer =
-    seq<residual<seq<named<"ln1", layer_norm<Hidden>>, named<"attn", attention<Heads, Causal, Dropout, Dropout>>>,
-                 "add1">,
-        residual<seq<named<"ln2", layer_norm<Hidden>>,
-                     named<"mlp", seq<named<"fc1", linear<Hidden, Ffn>>, named<"act", gelu>,
-                                      named<"fc2", linear<Ffn, Hidden>>, named<"drop", dropout<Dropout>>>>>,
-                 "add2">>;
 
 /// Embedding -> N layers -> final layer norm -> LM head tied to the embedding -> loss.
 template <index_t Vocab, index_t Hidden, index_t Layers, Layer Block>
@@ -43,39 +15,22 @@ using lm_body = seq<named<"embed", embedding<Vocab, Hidden, true>>, named<"layer
                     named<"loss", softmax_cross_entropy<Vocab>>>;
 
 /// GPT language model of configuration C: `models::gpt<{.layers = 24, .hidden = 2048,
-/// .heads = 32, .seq = 2048, .batch = 8}>`. Shape errors (e.g. heads not dividing
-/// hidden, zero layers) are compile errors naming the layer.
+/// .heads = 32, .seq = 2048, .batch = 8}>`. Its graph is lower_transformer(C,
+/// transformer_kind::gpt, Name): the same function a `gpt:` spec lowers through. A
+/// configuration that breaks a rule (heads not dividing hidden, zero layers) is a
+/// compile error quoting the rule.
 template <gpt_config C, fixed_string Name = "gpt">
-struct gpt
-    : model<Name, ids<shape<axis<"b", C.batch>, axis<"s", C.seq>>>,
-            lm_body<C.vocab, C.hidden, C.layers,
-                    transformer_layer<C.hidden, C.heads, C.ffn_size(), C.dropout, true>>> {
+struct gpt : model<Name, ids<shape<axis<"b", C.batch>, axis<"s", C.seq>>>, transformer_body<C, transformer_kind::gpt>> {
   static constexpr gpt_config config = C;
+  static constexpr transformer_kind kind = transformer_kind::gpt;
 };
 
-/// BERT (post-LN encoder, bidirectional attention): embed, ln_embed, layers with
-/// attn/add1/ln1/mlp/add2/ln2, MLM head (transform linear + gelu + layer norm, then
-/// the decoder tied to the token table), loss. Token-type embeddings and the pooler
-/// are omitted (0.2 % of BERT-large's parameters).
-template <gpt_config C>
-using bert_layer =
-    seq<residual<named<"attn", attention<C.heads, false, C.dropout, C.dropout>>, "add1">,
-        named<"ln1", layer_norm<C.hidden>>,
-        residual<named<"mlp", seq<named<"fc1", linear<C.hidden, C.ffn_size()>>, named<"act", gelu>,
-                                  named<"fc2", linear<C.ffn_size(), C.hidden>>, named<"drop", dropout<C.dropout>>>>,
-                 "add2">,
-        named<"ln2", layer_norm<C.hidden>>>;
-
+/// BERT (post-LN encoder, bidirectional attention, MLM head); see transformer.hpp.
 template <gpt_config C, fixed_string Name = "bert">
 struct bert
-    : model<Name, ids<shape<axis<"b", C.batch>, axis<"s", C.seq>>>,
-            seq<named<"embed", embedding<C.vocab, C.hidden, true>>, named<"ln_embed", layer_norm<C.hidden>>,
-                named<"layers", repeat<bert_layer<C>, C.layers>>,
-                named<"head", seq<named<"transform", linear<C.hidden, C.hidden>>, named<"act", gelu>,
-                                  named<"ln", layer_norm<C.hidden>>,
-                                  named<"decoder", tied_linear<C.vocab, "embed.weight">>>>,
-                named<"loss", softmax_cross_entropy<C.vocab>>>> {
+    : model<Name, ids<shape<axis<"b", C.batch>, axis<"s", C.seq>>>, transformer_body<C, transformer_kind::bert>> {
   static constexpr gpt_config config = C;
+  static constexpr transformer_kind kind = transformer_kind::bert;
 };
 
 /// A GShard MoE transformer configuration (Alpa's suite: every layer's FFN is a

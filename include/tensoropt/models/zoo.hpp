@@ -1,10 +1,12 @@
-// The model zoo by name: every configuration of WORKLOADS.md, listable and
+// The model zoo by name: the workloads the field benchmarks on (Alpa's GPT-3, Wide-ResNet
+// and GShard MoE suites, Megatron-LM's weak-scaling table, the CNNs of OptCNN and
+// FlexFlow, BERT-large, Unity's MLP), listable and
 // reachable at run time ("gpt3-1.3b", "megatron-1t", ...), with its defaults.
 //
 // Default global batches: GPT-3 suite 1024, Megatron per its table (512 ... 3072),
-// Wide-ResNet 1536 (all from WORKLOADS.md); GShard MoE 1024 (Alpa's suite, which
-// WORKLOADS.md does not state); vgg16, resnet50, inception-v3 128; bert-large 256;
-// mlp 256. Default devices: WORKLOADS.md's GPU counts; Alpa's suites (GPT-3,
+// Wide-ResNet 1536 (as the suites publish them); GShard MoE 1024 (Alpa's suite, which
+// does not state it); vgg16, resnet50, inception-v3 128; bert-large 256; mlp 256.
+// Default devices: the suites' GPU counts; Alpa's suites (GPT-3,
 // Wide-ResNet, MoE) ran on 8 x V100-16GB per node, Megatron on 8 x A100-80GB per
 // node; the CNN line, BERT and the MLP default to V100-16GB with 4 per node.
 //
@@ -20,6 +22,7 @@
 #include "../model/graph.hpp"
 #include "cnn.hpp"
 #include "gpt.hpp"
+#include "model_spec.hpp"
 
 namespace tensoropt::models {
 
@@ -29,11 +32,12 @@ struct model_info {
   std::string_view family;       ///< "gpt3", "megatron", "wresnet", "moe", "cnn", "bert", "mlp"
   std::string_view description;  ///< one line
   index_t batch = 0;             ///< default global batch
-  index_t gpus = 1;              ///< default device count (WORKLOADS.md)
+  index_t gpus = 1;              ///< default device count (the suite's)
   index_t gpus_per_node = 8;
   std::string_view gpu;          ///< GPU preset name, e.g. "v100-16gb"
   double parameters = 0;         ///< parameter count (from the lowered graph)
   op_graph (*lower)() = nullptr; ///< lowers the model at its default batch
+  std::string spec;              ///< "gpt:layers=...,..." for GPT and BERT (model_spec.hpp), else empty
 };
 
 namespace detail {
@@ -44,7 +48,9 @@ op_graph lower_model() {
 template <class M>
 model_info entry(std::string_view family, std::string_view description, index_t gpus, index_t per_node,
                  std::string_view gpu) {
-  return model_info{M::name, family, description, M::batch, gpus, per_node, gpu, 0, &lower_model<M>};
+  std::string spec;
+  if constexpr (requires { M::kind; }) spec = to_spec(M::config, M::kind);
+  return model_info{M::name, family, description, M::batch, gpus, per_node, gpu, 0, &lower_model<M>, spec};
 }
 
 template <class = void>
@@ -84,7 +90,7 @@ std::vector<model_info> make_zoo() {
 }
 }  // namespace detail
 
-/// Every zoo model, in WORKLOADS.md's order.
+/// Every zoo model: GPT-3, Megatron, Wide-ResNet, MoE, then the CNNs, BERT and the MLP.
 template <class = void>
 const std::vector<model_info>& list() {
   static const std::vector<model_info> zoo = detail::make_zoo();

@@ -1,5 +1,5 @@
-// The problem builder: op graph + cluster + options -> the search problem of
-// DESIGN.md section 6, plus the side table from each problem config to its op_config.
+// The problem builder: op graph + cluster + options -> the search problem
+// (search/problem.hpp), plus the side table from each problem config to its op_config.
 //
 // Costs are rounded to the nearest integer picosecond and byte, per node config and
 // per edge pair (so a strategy's problem cost is the sum of rounded terms; evaluate()
@@ -27,7 +27,8 @@ struct build_options {
   enumerate_options configs{};   ///< which configs each op gets (bounding rules)
   bytes reserve{};               ///< workspace + communication buffers: memory_offset
   bool drop_dominated = true;
-  constexpr cost_options cost() const { return {prec, micro_batches}; }
+  attention_kernel attention = attention_kernel::materialized;  ///< how attention cores run
+  constexpr cost_options cost() const { return {prec, micro_batches, attention}; }
 };
 
 /// The problem and what each of its configs means.

@@ -1,155 +1,123 @@
-// Command-line options of the planner program `tensoropt-plan`, parsed and validated.
+// Command-line options of the planner program `tensoropt-plan`: one reflected
+// table (flag, member, help, range) from which parsing, range checks, --help and
+// the error messages come (core/command_line.hpp), plus the rules that involve
+// several flags (which go together, which exclude each other, which do not apply).
+//
+// Unset values are empty optionals, never a sentinel: `--devices -1` is an error,
+// not "default".
 #pragma once
-#include <cmath>
-#include <cstdlib>
+#include <boost/hana/tuple.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+#include "../core/command_line.hpp"
 #include "../core/error.hpp"
+#include "../core/reflect.hpp"
 
 namespace tensoropt {
 
 struct plan_cli {
-  std::string model = "gpt3-1.3b";
-  bool model_given = false;
-  long devices = -1;             ///< --devices N (one node); -1 = not given
-  long nodes = -1;               ///< --nodes N; -1 = not given
-  long gpus_per_node = -1;       ///< --gpus-per-node G; -1 = not given
-  std::string gpu;               ///< empty: the model's default
+  std::string model = "gpt3-1.3b";      ///< zoo name or gpt:/bert: spec
+  bool list_models = false;
+  std::optional<long> devices;          ///< one node of N devices
+  std::optional<long> nodes;
+  std::optional<long> gpus_per_node;
+  std::string gpu;                      ///< empty: the model's default
+  bool list_gpus = false;
   std::string precision = "bf16-mixed";
-  long batch = -1;               ///< -1: the model's default
-  long micro_batches = -1;       ///< -1: search every legal count
-  double memory_budget_gib = 0;  ///< 0: none
+  std::optional<long> batch;            ///< global batch; unset: the model's
+  std::optional<long> micro_batches;    ///< unset: search every legal count
+  std::optional<double> memory_budget;  ///< GiB per device
   double epsilon = 0;
   std::vector<long> device_counts;
-  double time_target = 0;        ///< seconds, with --device-counts
+  std::optional<double> time_target;    ///< seconds, with --device-counts
   std::string frontier_json, problem_json, solve, svg, html;
-  bool list_models = false, list_gpus = false, help = false, quiet = false, no_baselines = false;
+  std::string strategy;                 ///< evaluate this SPEC instead of searching
+  bool no_baselines = false, quiet = false, help = false;
+  bool all_points = false;  ///< table, plot and HTML show every point, not a 1 % cover
+
+  given_flags given;  ///< the flags the command line named
+  bool model_given() const { return given.has("model"); }
 };
 
-inline constexpr std::string_view plan_cli_usage =
-    "usage: tensoropt-plan [options]\n"
-    "Computes the Pareto frontier of parallelization plans (memory per device vs\n"
-    "iteration time) of a model on a cluster.\n"
-    "\n"
-    "  --model NAME            model of the zoo (default gpt3-1.3b); --list-models\n"
-    "  --devices N             one node of N devices (default: the model's count, or 8)\n"
-    "  --nodes N --gpus-per-node G   a cluster of N nodes of G devices\n"
-    "  --gpu NAME              device preset (default: the model's); --list-gpus\n"
-    "  --precision P           fp32 | bf16-mixed (default bf16-mixed)\n"
-    "  --batch B               global batch (default: the model's)\n"
-    "  --micro-batches K       fix the gradient-accumulation count (default: search all)\n"
-    "  --memory-budget GIB     choose the fastest plan within GIB per device\n"
-    "  --epsilon E             (1+E)-approximate frontier (default 0 = exact)\n"
-    "  --device-counts L       comma list, e.g. 1,2,4,8: resource exploration\n"
-    "  --time-target S         with --device-counts: fewest devices within S s/iteration\n"
-    "  --frontier-json FILE    write the frontier (tensoropt-frontier/1)\n"
-    "  --problem-json FILE     write the problem (tensoropt-problem/1; needs --micro-batches)\n"
-    "  --solve FILE            read a tensoropt-problem/1 file instead of a model\n"
-    "  --svg FILE, --html FILE plot / report of the frontier\n"
-    "  --no-baselines          skip the baselines\n"
-    "  --quiet                 no progress on stderr\n"
-    "  --help\n";
+template <>
+struct reflection<plan_cli> {
+  using c = plan_cli;
+  static constexpr auto fields = boost::hana::make_tuple(
+      field("model", &c::model, "zoo model (--list-models) or a spec gpt:layers=..,hidden=..,heads=..,seq=..,"
+                                "vocab=..,batch=..[,ffn=..,dropout=..], or bert:...")
+          .meta("NAME|SPEC"),
+      field("list-models", &c::list_models, "list the zoo with each model's spec"),
+      field("devices", &c::devices, "one node of N devices; default: the model's count").range(1, 1 << 20).meta("N"),
+      field("nodes", &c::nodes, "nodes, with --gpus-per-node").range(1, 1 << 20).meta("N"),
+      field("gpus-per-node", &c::gpus_per_node, "devices per node, with --nodes").range(1, 1 << 16).meta("G"),
+      field("gpu", &c::gpu, "device preset (--list-gpus) or a spec gpu:memory-gib=..,bf16-tflops=..,"
+                            "fp32-tflops=..,hbm-gbs=..,nvlink-gbs=..,network-gbs=..; default: the model's")
+          .meta("NAME|SPEC"),
+      field("list-gpus", &c::list_gpus, "list the device presets"),
+      field("precision", &c::precision, "training precision").one_of("fp32|bf16-mixed|bf16").meta("P"),
+      field("batch", &c::batch, "global batch; default: the model's").range(1, 1L << 40).meta("B"),
+      field("micro-batches", &c::micro_batches, "fix the gradient-accumulation count; default: search all")
+          .range(1, 1L << 40).meta("K"),
+      field("memory-budget", &c::memory_budget, "choose the fastest plan within GIB per device")
+          .range_open_lo(0, 1e9).meta("GIB"),
+      field("epsilon", &c::epsilon, "(1+E)-approximate frontier; 0 = exact").range_open_hi(0, 1).meta("E"),
+      field("device-counts", &c::device_counts, "comma list, e.g. 1,2,4,8: fewest devices that fit")
+          .range(1, 1 << 20).meta("LIST"),
+      field("time-target", &c::time_target, "with --device-counts: fewest devices within S s/iteration")
+          .range_open_lo(0, 1e12).meta("S"),
+      field("frontier-json", &c::frontier_json, "write the frontier, tensoropt-frontier/1").meta("FILE"),
+      field("problem-json", &c::problem_json, "write the problem, tensoropt-problem/1; needs --micro-batches")
+          .meta("FILE"),
+      field("strategy", &c::strategy, "evaluate one plan instead of searching: dp=..,tp=..,sp=0|1,"
+                                      "recompute=none|selective|full,zero=0|1 (dp default: devices / tp)")
+          .meta("SPEC"),
+      field("solve", &c::solve, "read a tensoropt-problem/1 file instead of a model").meta("FILE"),
+      field("svg", &c::svg, "plot of the frontier").meta("FILE"),
+      field("html", &c::html, "report of the frontier").meta("FILE"),
+      field("all-points", &c::all_points, "show every frontier point in the table, plot and HTML; default: a "
+                                          "cover, every point within 1 % in time of a shown one with no more memory"),
+      field("no-baselines", &c::no_baselines, "skip the baselines"),
+      field("quiet", &c::quiet, "no progress on stderr"),
+      field("help", &c::help, "print this help"));
+};
 
-namespace detail {
-inline long parse_long(std::string_view flag, const std::string& v) {
-  char* end = nullptr;
-  const long x = std::strtol(v.c_str(), &end, 10);
-  if (v.empty() || *end != '\0')
-    throw invalid_argument(std::string(flag) + ": expected an integer, got '" + v + "'");
-  return x;
+/// The --help text of tensoropt-plan.
+inline std::string plan_cli_usage() {
+  return command_line_help<plan_cli>(
+      "tensoropt-plan [options]",
+      "Computes the Pareto frontier of parallelization plans (memory per device vs\n"
+      "iteration time) of a model on a cluster, or of a problem file (--solve).");
 }
-inline double parse_double(std::string_view flag, const std::string& v) {
-  char* end = nullptr;
-  const double x = std::strtod(v.c_str(), &end);
-  if (v.empty() || *end != '\0' || !std::isfinite(x))
-    throw invalid_argument(std::string(flag) + ": expected a number, got '" + v + "'");
-  return x;
-}
-}  // namespace detail
 
-/// Parses argv. Throws invalid_argument naming the flag and the valid ones.
+/// Parses argv. Throws invalid_argument naming the flag and what is valid.
 inline plan_cli parse_plan_cli(int argc, const char* const* argv) {
   plan_cli c;
-  static constexpr std::string_view flags[] = {
-      "--model", "--list-models", "--devices", "--nodes", "--gpus-per-node", "--gpu", "--list-gpus",
-      "--precision", "--batch", "--micro-batches", "--memory-budget", "--epsilon", "--device-counts",
-      "--time-target", "--frontier-json", "--problem-json", "--solve", "--svg", "--html",
-      "--no-baselines", "--quiet", "--help"};
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i], v;
-    bool has_inline = false;
-    if (auto eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) {
-      v = a.substr(eq + 1);
-      a = a.substr(0, eq);
-      has_inline = true;
-    }
-    auto value = [&]() -> std::string {
-      if (has_inline) return v;
-      if (i + 1 >= argc) throw invalid_argument(a + " needs a value; see --help");
-      return argv[++i];
-    };
-    if (a == "--model") { c.model = value(); c.model_given = true; }
-    else if (a == "--list-models") c.list_models = true;
-    else if (a == "--devices") c.devices = detail::parse_long(a, value());
-    else if (a == "--nodes") c.nodes = detail::parse_long(a, value());
-    else if (a == "--gpus-per-node") c.gpus_per_node = detail::parse_long(a, value());
-    else if (a == "--gpu") c.gpu = value();
-    else if (a == "--list-gpus") c.list_gpus = true;
-    else if (a == "--precision") c.precision = value();
-    else if (a == "--batch") c.batch = detail::parse_long(a, value());
-    else if (a == "--micro-batches") c.micro_batches = detail::parse_long(a, value());
-    else if (a == "--memory-budget") c.memory_budget_gib = detail::parse_double(a, value());
-    else if (a == "--epsilon") c.epsilon = detail::parse_double(a, value());
-    else if (a == "--time-target") c.time_target = detail::parse_double(a, value());
-    else if (a == "--device-counts") {
-      std::string list = value(), item;
-      for (std::size_t p = 0; p <= list.size(); ++p) {
-        if (p == list.size() || list[p] == ',') {
-          c.device_counts.push_back(detail::parse_long(a, item));
-          item.clear();
-        } else {
-          item += list[p];
-        }
-      }
-    }
-    else if (a == "--frontier-json") c.frontier_json = value();
-    else if (a == "--problem-json") c.problem_json = value();
-    else if (a == "--solve") c.solve = value();
-    else if (a == "--svg") c.svg = value();
-    else if (a == "--html") c.html = value();
-    else if (a == "--no-baselines") c.no_baselines = true;
-    else if (a == "--quiet") c.quiet = true;
-    else if (a == "--help" || a == "-h") c.help = true;
-    else {
-      std::string valid;
-      for (auto f : flags) valid += (valid.empty() ? "" : ", ") + std::string(f);
-      throw invalid_argument("unknown option '" + a + "'; valid options: " + valid);
-    }
-  }
-  // Validation that needs no zoo.
-  auto positive = [](long v, const char* f) {
-    if (v <= 0) throw invalid_argument(std::string(f) + " must be a positive integer, got " + std::to_string(v));
-  };
-  if (c.devices != -1) positive(c.devices, "--devices");
-  if (c.nodes != -1 || c.gpus_per_node != -1) {
-    if (c.devices != -1) throw invalid_argument("give either --devices or --nodes with --gpus-per-node, not both");
-    if (c.nodes == -1 || c.gpus_per_node == -1)
-      throw invalid_argument("--nodes and --gpus-per-node go together (e.g. --nodes 4 --gpus-per-node 8)");
-    positive(c.nodes, "--nodes");
-    positive(c.gpus_per_node, "--gpus-per-node");
-  }
-  if (c.batch != -1) positive(c.batch, "--batch");
-  if (c.micro_batches != -1) positive(c.micro_batches, "--micro-batches");
-  if (c.memory_budget_gib < 0) throw invalid_argument("--memory-budget must be positive (GiB per device)");
-  if (c.epsilon < 0 || c.epsilon >= 1) throw invalid_argument("--epsilon must be in [0, 1), e.g. 0.01");
-  if (c.time_target < 0) throw invalid_argument("--time-target must be positive (seconds)");
-  for (long d : c.device_counts) positive(d, "--device-counts entries");
-  if (!c.problem_json.empty() && c.micro_batches == -1 && c.solve.empty())
+  c.given = parse_command_line(argc, argv, c);
+  const auto& g = c.given;
+  if (g.has("devices") && (g.has("nodes") || g.has("gpus-per-node")))
+    throw invalid_argument("give either --devices or --nodes with --gpus-per-node, not both");
+  if (g.has("nodes") != g.has("gpus-per-node") && !g.has("device-counts"))
+    throw invalid_argument("--nodes and --gpus-per-node go together (e.g. --nodes 4 --gpus-per-node 8)");
+  if (g.has("time-target") && !g.has("device-counts"))
+    throw invalid_argument("--time-target picks the fewest devices among --device-counts: add --device-counts "
+                           "LIST (e.g. 1,2,4,8)");
+  if (!c.problem_json.empty() && !c.micro_batches && c.solve.empty() && c.strategy.empty())
     throw invalid_argument("--problem-json writes one problem, which needs one micro-batch count: "
                            "add --micro-batches K (e.g. --micro-batches 1)");
-  if (!c.solve.empty() && c.model_given)
-    throw invalid_argument("--solve reads a problem file instead of a model: drop --model");
+  if (!c.solve.empty()) {
+    static constexpr std::string_view model_flags[] = {"model", "devices", "nodes", "gpus-per-node", "gpu",
+                                                       "precision", "batch", "device-counts", "time-target",
+                                                       "problem-json", "no-baselines"};
+    for (auto f : model_flags)
+      if (g.has(f))
+        throw invalid_argument("--" + std::string(f) + " does not apply to --solve, which reads the problem "
+                               "(model, cluster and precision are already in it): drop --" + std::string(f));
+  }
+  if (g.has("device-counts") && (g.has("devices") || g.has("nodes")))
+    throw invalid_argument("--device-counts plans each listed count (nodes of --gpus-per-node devices): "
+                           "drop --devices/--nodes");
   return c;
 }
 

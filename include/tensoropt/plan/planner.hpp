@@ -11,10 +11,12 @@
 // checked against weighted-sum optima of the unrestricted problem); a k whose least
 // memory exceeds the memory limit is skipped before any search. Baselines (data parallelism, Megatron tensor
 // parallelism of every legal degree with data parallelism over the rest, and the
-// single-objective optimum) are costed on the same model and placed against the
-// frontier.
+// single-objective optimum: the least time with no memory limit, as OptCNN finds it) are
+// costed on the same model and placed against the frontier.
 #pragma once
+#include <algorithm>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <exception>
 #include <mutex>
@@ -114,7 +116,7 @@ inline std::string count_str(double v) {
 }
 }  // namespace detail
 
-/// The baselines of DESIGN.md section 6 on `g` (full batch) and `cl`. Each takes the
+/// The baselines (data parallelism, Megatron tensor parallelism) on `g` (full batch) and `cl`. Each takes the
 /// micro-batch count among `ks` that makes it fastest within the device memory (the
 /// least memory when none fits). `frontier` (may be empty) places each against it.
 inline std::vector<baseline_result> plan_baselines(const op_graph& g, const cluster& cl, const build_options& bo,
@@ -180,6 +182,79 @@ inline std::vector<baseline_result> plan_baselines(const op_graph& g, const clus
     add("megatron tp " + std::to_string(t) + (dp > 1 ? " x dp " + std::to_string(dp) : ""), s);
   }
   return out;
+}
+
+namespace detail {
+/// `p` with one objective: time' = time * 2^s + floor(memory / q) and memory' = 0, so every
+/// frontier of the search shrinks to one point, the least time'. The shift s leaves time'
+/// below 2^62 and q makes the memory terms of any strategy sum below 2^s: time' orders
+/// strategies by time exactly, and equal times by memory (rounded down to q per term).
+inline problem time_then_memory(const problem& p) {
+  cost_t tmax = 0, mmax = p.memory_offset;
+  for (auto& n : p.nodes) {
+    cost_t t = 0, m = 0;
+    for (auto& c : n.configs) { t = std::max(t, c.time); m = std::max(m, c.memory); }
+    tmax += t;
+    mmax += m;
+  }
+  for (auto& e : p.edges) {
+    tmax += e.time.empty() ? 0 : *std::max_element(e.time.begin(), e.time.end());
+    mmax += e.memory.empty() ? 0 : *std::max_element(e.memory.begin(), e.memory.end());
+  }
+  const int s = std::clamp(62 - int(std::bit_width(std::uint64_t(tmax))), 0, 20);
+  const cost_t q = (mmax >> s) + 1;
+  problem f = p;
+  f.memory_offset = 0;
+  for (auto& n : f.nodes)
+    for (auto& c : n.configs) { c.time = (c.time << s) + (s ? c.memory / q : 0); c.memory = 0; }
+  for (auto& e : f.edges) {
+    for (std::size_t i = 0; i < e.time.size(); ++i) e.time[i] = (e.time[i] << s) + (s ? e.memory[i] / q : 0);
+    std::fill(e.memory.begin(), e.memory.end(), 0);
+  }
+  return f;
+}
+}  // namespace detail
+
+/// The single-objective optimum of OptCNN on the same cost model: the least iteration time
+/// over every micro-batch count in `ks`, with no memory limit (so it may not fit the device),
+/// and among equal times the least memory. It is found by the same search on each problem
+/// with the two objectives folded into one (detail::time_then_memory), where every frontier
+/// shrinks to one point; its time and memory are then re-costed from the real problem.
+inline baseline_result single_objective_baseline(const op_graph& g, const cluster& cl, const build_options& bo,
+                                                 const std::vector<frontier_entry>& frontier,
+                                                 const std::vector<index_t>& ks) {
+  baseline_result b;
+  b.name = "min time (single objective)";
+  b.valid = false;
+  index_t best_k = 0;
+  for (index_t k : ks) {
+    build_options o = bo;
+    o.micro_batches = k;
+    const built_problem built = build_problem(g, cl, o);
+    const auto r = solve(detail::time_then_memory(built.prob), solve_options{});
+    if (r.points.empty()) continue;
+    const strategy_cost c = cost_of(built.prob, r.points.front().choice);
+    const double t = double(c.time) / ps_per_second;
+    if (!b.valid || t < b.time || (t == b.time && double(c.memory) < b.memory)) {
+      b.valid = true;
+      b.time = t;
+      b.memory = double(c.memory);
+      best_k = k;
+    }
+  }
+  if (!b.valid) {
+    b.summary = "no strategy";
+    return b;
+  }
+  if (best_k > 1) b.name += ", k " + std::to_string(best_k);
+  for (std::size_t i = 0; i < frontier.size(); ++i)
+    if (double(frontier[i].time) / ps_per_second == b.time && double(frontier[i].memory) == b.memory)
+      b.summary = "= frontier point #" + std::to_string(i);
+  if (b.summary.empty() && !frontier.empty())
+    b.summary = b.memory > cl.gpu_spec.capacity.value
+                    ? "ignores memory; the fastest plan that fits is frontier point #" + std::to_string(frontier.size() - 1)
+                    : "no memory limit";
+  return b;
 }
 
 /// The frontier of `g` (at its global batch) on `cl`: the union over micro-batch counts.
@@ -311,11 +386,7 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
   pf.search_seconds = detail::seconds_since(t0);
   if (opt.baselines) {
     pf.baselines = plan_baselines(g, cl, opt.build, pf.points, ks);
-    if (!pf.points.empty()) {
-      const auto& f = pf.points.back();
-      pf.baselines.push_back({"min time (single objective)", double(f.time) / ps_per_second, double(f.memory),
-                              true, "= frontier point #" + std::to_string(pf.points.size() - 1)});
-    }
+    pf.baselines.push_back(single_objective_baseline(g, cl, opt.build, pf.points, ks));
   }
   return pf;
 }
@@ -340,6 +411,7 @@ inline frontier_report make_report(const planned_frontier& pf, const std::string
   r.search_seconds = pf.search_seconds;
   r.baselines = pf.baselines;
   r.chosen = chosen;
+  for (auto& op : pf.graph.ops) r.op_names.push_back(op.name);
   for (std::size_t i = 0; i < pf.points.size(); ++i) {
     plan_point p;
     p.time = double(pf.points[i].time) / ps_per_second;

@@ -1,17 +1,36 @@
-// Reports of a frontier: the terminal table, a self-contained SVG plot and an HTML page.
+// Reports of a frontier: the data they share, which points they show, and the terminal table.
 //
-// The report works on plain data (`frontier_report`) so that the planner, the
-// benchmarks and outside tools that read a frontier JSON all print the same way.
-// The plot puts memory per device on x and iteration time on y (log scales when a
-// range spans more than a factor of 8), draws the frontier as a staircase, marks
-// the baselines and highlights the chosen plan and the memory budget.
+// The reports work on plain data (`frontier_report`) so that the planner, the
+// benchmarks and outside tools that read a frontier JSON all print the same way. The
+// plot is in report_svg.hpp, the HTML page in report_html.hpp.
+//
+// Which points are shown. An exact frontier has thousands of points, nearly all within a
+// hair of a neighbour (gpt3-1.3b on 4 GPUs: 3,413 points, 71 in a 1 % cover). The table,
+// the plot's markers and the HTML table show a cover (search/cover.hpp): the fewest
+// points such that every frontier point has a shown point with no more memory and at
+// most `display_tolerance` more time (1 % unless told otherwise; 0 shows every point).
+// The chosen plan and the fastest plan are always shown. Past `max_shown` rows the tolerance steps up (2, 5,
+// 10, 20, 50 %, ...) until the cover fits, and the reports say which tolerance they used.
+// The frontier JSON is never covered: it holds every point the search returned.
+//
+// What distinguishes a row. Neighbouring rows of a cover usually share their one-line
+// summary ("dp 4, recompute 20/24 layers"), so each row also says what changes from the
+// row above (`describe_change`): the micro-batch count, the main split, and the ops whose
+// config changes, grouped over repeated layers: "layers.*.mlp.fc1 -rc (2 of 24)" means
+// two of the 24 fc1 ops stop recomputing; "embed h4 -> h2 f2" is a new split of one op.
+// Config labels read: a dim name and its degree ("b4" = batch split 4 ways, "h2 f2"),
+// "r4" = replicated 4 ways, "| rc" = recomputed in backward, "| zo" = optimizer state
+// sharded over the op's replicas.
 #pragma once
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 #include "../core/units.hpp"
+#include "../search/cover.hpp"
 
 namespace tensoropt {
 
@@ -51,7 +70,140 @@ struct frontier_report {
   std::vector<op_row> chosen_ops;
   double search_seconds = 0;
   std::string notes;           ///< e.g. "epsilon 0.01: within 1 % of exact"
+  std::vector<std::string> op_names;  ///< name of each op (problem node) the labels refer to; may be empty
+  double display_tolerance = default_display_tolerance;  ///< the cover shown; 0 = every point
+  std::size_t max_shown = 300;       ///< most rows before the tolerance steps up
 };
+
+/// The points a report shows: ascending indices into `points`, and the tolerance used.
+struct shown_points {
+  std::vector<std::size_t> rows;
+  double tolerance = 0;        ///< 0: every point is shown
+};
+
+/// The cover of `r.points` at the display tolerance (stepped up past `max_rows`), with the
+/// chosen plan; every point when the tolerance is 0 and they fit. See the header.
+inline shown_points shown(const frontier_report& r, std::size_t max_rows = 0) {
+  if (max_rows == 0) max_rows = r.max_shown;
+  std::vector<std::size_t> required;
+  if (r.chosen >= 0 && std::size_t(r.chosen) < r.points.size()) required.push_back(std::size_t(r.chosen));
+  if (!r.points.empty()) required.push_back(r.points.size() - 1);  // the fastest plan ends the table
+  shown_points s;
+  const double first = std::max(0.0, r.display_tolerance);
+  for (double tol : {first, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 100.0, 1e5}) {
+    if (tol < first) continue;
+    s.tolerance = tol;
+    s.rows = cover_indices(r.points, tol, required);
+    if (s.rows.size() <= std::max<std::size_t>(max_rows, 3)) break;
+  }
+  return s;
+}
+
+/// "every plan has a shown one with no more memory and at most 1 % more time".
+inline std::string describe_tolerance(double tolerance) {
+  if (tolerance <= 0) return "every plan is shown";
+  char b[128];
+  std::snprintf(b, sizeof b, "every plan has a shown one with no more memory and at most %g %% more time",
+                tolerance * 100);
+  return b;
+}
+
+namespace detail {
+
+/// "layers.*.mlp.fc1" for "layers.12.mlp.fc1": the name with every all-digit part starred.
+inline std::string generic_name(const std::string& name) {
+  std::string out, part;
+  auto flush = [&] {
+    const bool digits = !part.empty() && std::all_of(part.begin(), part.end(), [](unsigned char c) {
+      return std::isdigit(c) != 0;
+    });
+    out += digits ? "*" : part;
+    part.clear();
+  };
+  for (char c : name) {
+    if (c == '.') { flush(); out += '.'; }
+    else part += c;
+  }
+  flush();
+  return out;
+}
+
+/// "b4 | rc zo" -> {"b4", " rc zo"}: the split and the switches of a config label.
+inline std::pair<std::string, std::string> split_label(const std::string& l) {
+  const auto bar = l.find(" |");
+  if (bar == std::string::npos) return {l, ""};
+  return {l.substr(0, bar), l.substr(bar + 2)};
+}
+
+/// How config `a` turns into `b`: "+rc", "-zo", "+rc -zo", or "f4 | rc -> b2 f2".
+inline std::string label_change(const std::string& a, const std::string& b, const char* arrow) {
+  const auto [sa, wa] = split_label(a);
+  const auto [sb, wb] = split_label(b);
+  if (sa != sb) return wa == wb ? sa + arrow + sb : a + arrow + b;
+  std::string out;
+  for (const char* sw : {"rc", "zo"}) {
+    const bool ia = wa.find(sw) != std::string::npos, ib = wb.find(sw) != std::string::npos;
+    if (ia != ib) out += std::string(out.empty() ? "" : " ") + (ib ? "+" : "-") + sw;
+  }
+  return out.empty() ? a + arrow + b : out;
+}
+
+}  // namespace detail
+
+/// What changes from point `from` to point `to` of `r`: micro-batch count, main split and
+/// the ops whose config changes, grouped over repeated layers (at most `items` groups, then
+/// "N more"). `terse` (for terminals): "->" for the arrow, "mlp.fc1 -rc (2/24)" for
+/// "layers.*.mlp.fc1 -rc (2 of 24)".
+inline std::string describe_change(const frontier_report& r, std::size_t from, std::size_t to, std::size_t items = 3,
+                                   bool terse = false) {
+  const char* arrow = terse ? " -> " : " \u2192 ";
+  const auto& a = r.points.at(from);
+  const auto& b = r.points.at(to);
+  std::vector<std::string> parts;
+  if (a.micro_batches != b.micro_batches)
+    parts.push_back("k " + std::to_string(a.micro_batches) + arrow + std::to_string(b.micro_batches));
+  auto main_split = [](const std::string& summary) {  // "dp 2 x tp 2" of "dp 2 x tp 2 (s4 on 3 ops), ..."
+    std::string m = summary.substr(0, summary.find_first_of(",("));
+    while (!m.empty() && m.back() == ' ') m.pop_back();
+    return m;
+  };
+  const std::string ma = main_split(a.summary), mb = main_split(b.summary);
+  if (ma != mb && !ma.empty() && !mb.empty()) parts.push_back(ma + arrow + mb);
+  if (a.labels.size() == b.labels.size()) {
+    auto name = [&](std::size_t i) { return i < r.op_names.size() ? r.op_names[i] : "node " + std::to_string(i); };
+    std::map<std::string, std::size_t> copies;  // ops per generic name
+    for (std::size_t i = 0; i < a.labels.size(); ++i) ++copies[detail::generic_name(name(i))];
+    struct group {
+      std::string generic, change, first_name;
+      std::size_t count = 0, first = 0;
+    };
+    std::vector<group> groups;
+    for (std::size_t i = 0; i < a.labels.size(); ++i) {
+      if (a.labels[i] == b.labels[i]) continue;
+      const std::string gen = detail::generic_name(name(i)), ch = detail::label_change(a.labels[i], b.labels[i], arrow);
+      auto it = std::find_if(groups.begin(), groups.end(), [&](const group& g) { return g.generic == gen && g.change == ch; });
+      if (it == groups.end()) groups.push_back({gen, ch, name(i), 1, i});
+      else ++it->count;
+    }
+    std::stable_sort(groups.begin(), groups.end(), [](const group& x, const group& y) { return x.count > y.count; });
+    for (std::size_t g = 0; g < groups.size() && g < items; ++g) {
+      const auto& gr = groups[g];
+      const std::size_t n = copies[gr.generic];
+      if (gr.count == 1) {
+        parts.push_back(gr.first_name + " " + gr.change);
+      } else {
+        const auto star = gr.generic.rfind(".*.");
+        const std::string nm = terse && star != std::string::npos ? gr.generic.substr(star + 3) : gr.generic;
+        parts.push_back(nm + " " + gr.change + " (" + std::to_string(gr.count) + (terse ? "/" : " of ") +
+                        std::to_string(n) + ")");
+      }
+    }
+    if (groups.size() > items) parts.push_back(std::to_string(groups.size() - items) + " more changes");
+  }
+  std::string out;
+  for (auto& p : parts) out += (out.empty() ? "" : "; ") + p;
+  return out.empty() ? "same configs" : out;
+}
 
 namespace detail {
 inline std::string fmt(const char* f, double v) {
@@ -59,118 +211,47 @@ inline std::string fmt(const char* f, double v) {
   std::snprintf(b, sizeof b, f, v);
   return b;
 }
-inline std::string xml_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '&': o += "&amp;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
 inline std::string truncate(const std::string& s, std::size_t n) {
   return s.size() <= n ? s : s.substr(0, n - 1) + "~";
 }
-/// A scale from data [lo, hi] to pixels [p0, p1], logarithmic when hi/lo > 8.
-struct axis_scale {
-  double lo = 1, hi = 1, p0 = 0, p1 = 1;
-  bool log = false;
-  static axis_scale make(double lo, double hi, double p0, double p1) {
-    axis_scale s;
-    s.p0 = p0;
-    s.p1 = p1;
-    if (!(hi > lo)) { hi = lo > 0 ? lo * 2 : 1; lo = lo > 0 ? lo / 2 : 0; }
-    s.log = lo > 0 && hi / lo > 8;
-    if (s.log) { s.lo = lo / 1.15; s.hi = hi * 1.15; }
-    else { const double pad = (hi - lo) * 0.08; s.lo = std::max(0.0, lo - pad); s.hi = hi + pad; }
-    return s;
-  }
-  double operator()(double v) const {
-    const double t = log ? (std::log(v) - std::log(lo)) / (std::log(hi) - std::log(lo))
-                         : (v - lo) / (hi - lo);
-    return p0 + t * (p1 - p0);
-  }
-  /// Round ticks in multiples of `unit` (e.g. GiB for memory: 1, 2, 5, 10 GiB).
-  std::vector<double> ticks(double unit = 1) const {
-    std::vector<double> t;
-    const double l = lo / unit, h = hi / unit;
-    if (log) {
-      for (double d = std::pow(10, std::floor(std::log10(l))); d <= h; d *= 10)
-        for (double m : {1.0, 2.0, 5.0})
-          if (d * m >= l && d * m <= h) t.push_back(d * m * unit);
-    } else {
-      const double raw = (h - l) / 5, mag = std::pow(10, std::floor(std::log10(raw)));
-      const double step = raw / mag < 2 ? 2 * mag : raw / mag < 5 ? 5 * mag : 10 * mag;
-      for (double v = std::ceil(l / step) * step; v <= h; v += step) t.push_back(v * unit);
-    }
-    return t;
-  }
-};
+/// "does not fit (25.2 GiB > 16 GiB)" for a baseline above the capacity, else "".
+inline std::string misfit(const frontier_report& r, double memory) {
+  if (!(r.capacity > 0) || memory <= r.capacity) return "";
+  return "does not fit (" + format_bytes(memory) + " > " + format_bytes(r.capacity) + ")";
+}
 }  // namespace detail
 
-/// Which rows a table of at most `max_rows` shows: both ends, the chosen point, and
-/// points at equal steps of arc length along the staircase in (log memory, log time),
-/// each axis normalized to its range (all rows when they fit).
-inline std::vector<std::size_t> table_rows(const frontier_report& r, std::size_t max_rows) {
-  std::vector<std::size_t> rows;
-  const std::size_t n = r.points.size();
-  if (n <= max_rows || max_rows < 3) {
-    for (std::size_t i = 0; i < n; ++i) rows.push_back(i);
-    return rows;
-  }
-  auto lm = [&](std::size_t i) { return std::log(std::max(1.0, r.points[i].memory)); };
-  auto lt = [&](std::size_t i) { return std::log(std::max(1e-12, r.points[i].time)); };
-  const double dm = std::max(1e-12, lm(n - 1) - lm(0)), dt = std::max(1e-12, lt(0) - lt(n - 1));
-  std::vector<double> arc(n, 0);
-  for (std::size_t i = 1; i < n; ++i)
-    arc[i] = arc[i - 1] + std::hypot((lm(i) - lm(i - 1)) / dm, (lt(i) - lt(i - 1)) / dt);
-  std::size_t i = 0;
-  for (std::size_t k = 0; k < max_rows; ++k) {
-    const double target = arc[n - 1] * double(k) / double(max_rows - 1);
-    while (i + 1 < n && arc[i] < target) ++i;
-    if (rows.empty() || rows.back() != i) rows.push_back(i);
-  }
-  if (rows.back() != n - 1) rows.push_back(n - 1);
-  if (r.chosen >= 0 && std::size_t(r.chosen) < n &&
-      std::find(rows.begin(), rows.end(), std::size_t(r.chosen)) == rows.end()) {
-    rows.push_back(std::size_t(r.chosen));
-    std::sort(rows.begin(), rows.end());
-  }
-  return rows;
-}
-
-/// The table printed by the planner: one row per frontier point (at most `max_rows`,
-/// spread over the frontier, see table_rows), 80 columns.
-inline std::string format_table(const frontier_report& r, std::size_t max_rows = 1000000) {
+/// The table printed by the planner, 80 columns: the shown points (a cover of the
+/// frontier, see the header; at most `max_rows`, 0 = the report's `max_shown`), the
+/// first with its summary and each other with what changes from the row above, then
+/// the baselines.
+inline std::string format_table(const frontier_report& r, std::size_t max_rows = 0) {
   std::string o;
-  const auto rows = table_rows(r, max_rows);
-  if (rows.size() < r.points.size())
-    o += "(" + std::to_string(r.points.size()) + " points; " + std::to_string(rows.size()) +
-         " shown, spread along the frontier; the JSON and HTML outputs hold all)\n";
-  o += "    #  mem/device   iter time   samples/s    k  strategy\n";
-  o += "-----  ----------  ----------  ----------  ---  ------------------------------\n";
-  for (std::size_t i : rows) {
+  const auto sh = shown(r, max_rows);
+  if (sh.rows.size() < r.points.size())
+    o += std::to_string(sh.rows.size()) + " of " + std::to_string(r.points.size()) + " plans shown: " +
+         describe_tolerance(sh.tolerance) + " (the JSON output holds all)\n";
+  o += "    #  mem/device  iter time     k  first plan, then changes from the row above\n";
+  o += "-----  ----------  ---------  ----  --------------------------------------------\n";
+  for (std::size_t n = 0; n < sh.rows.size(); ++n) {
+    const std::size_t i = sh.rows[n];
     const auto& p = r.points[i];
+    const std::string what = n == 0 ? p.summary : describe_change(r, sh.rows[n - 1], i, 2, true);
     char line[256];
-    const char mark = int(i) == r.chosen ? '*' : ' ';
-    std::snprintf(line, sizeof line, "%c%4zu %11s  %10s  %10.1f %4d  %s\n", mark, i,
-                  format_bytes(p.memory).c_str(), format_seconds(p.time).c_str(),
-                  p.time > 0 ? r.samples / p.time : 0.0, p.micro_batches,
-                  detail::truncate(p.summary, 30).c_str());
+    std::snprintf(line, sizeof line, "%c%4zu  %10s  %9s  %4d  %s\n", int(i) == r.chosen ? '*' : ' ', i,
+                  format_bytes(p.memory).c_str(), format_seconds(p.time).c_str(), p.micro_batches,
+                  detail::truncate(what, 44).c_str());
     o += line;
   }
   if (!r.baselines.empty()) {
     o += "\nbaselines (same cost model):\n";
     for (auto& b : r.baselines) {
       char line[256];
+      const std::string note = b.valid && !detail::misfit(r, b.memory).empty() ? detail::misfit(r, b.memory) : b.summary;
       if (b.valid)
-        std::snprintf(line, sizeof line, "  %-28s %11s  %10s  %s\n", detail::truncate(b.name, 28).c_str(),
+        std::snprintf(line, sizeof line, "  %-28s %10s  %9s  %s\n", detail::truncate(b.name, 28).c_str(),
                       format_bytes(b.memory).c_str(), format_seconds(b.time).c_str(),
-                      detail::truncate(b.summary, 24).c_str());
+                      detail::truncate(note, 32).c_str());
       else
         std::snprintf(line, sizeof line, "  %-28s %s\n", detail::truncate(b.name, 28).c_str(),
                       detail::truncate(b.summary, 48).c_str());
@@ -178,161 +259,6 @@ inline std::string format_table(const frontier_report& r, std::size_t max_rows =
     }
   }
   return o;
-}
-
-/// A self-contained SVG of the frontier (memory per device vs iteration time).
-inline std::string to_svg(const frontier_report& r) {
-  using detail::fmt;
-  const double W = 800, H = 480, L = 90, R = 240, T = 40, B = 60;
-  double mlo = 1e300, mhi = 0, tlo = 1e300, thi = 0;
-  auto extend = [&](double m, double t) {
-    if (!(m > 0) || !(t > 0)) return;
-    mlo = std::min(mlo, m); mhi = std::max(mhi, m);
-    tlo = std::min(tlo, t); thi = std::max(thi, t);
-  };
-  for (auto& p : r.points) extend(p.memory, p.time);
-  for (auto& b : r.baselines) if (b.valid) extend(b.memory, b.time);
-  if (r.budget > 0) extend(r.budget, tlo < 1e300 ? tlo : 1);
-  if (mhi == 0) { mlo = 1; mhi = 2; tlo = 1; thi = 2; }
-  const auto xs = detail::axis_scale::make(mlo, mhi, L, W - R);
-  const auto ys = detail::axis_scale::make(tlo, thi, H - B, T);
-  std::string s;
-  s += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt("%.0f", W) + "\" height=\"" +
-       fmt("%.0f", H) + "\" viewBox=\"0 0 " + fmt("%.0f", W) + " " + fmt("%.0f", H) +
-       "\" font-family=\"sans-serif\" font-size=\"12\">\n";
-  s += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  s += "<text x=\"" + fmt("%.0f", L) + "\" y=\"22\" font-size=\"15\" font-weight=\"bold\">" +
-       detail::xml_escape(r.model + " on " + r.cluster) + ": time-memory frontier</text>\n";
-  // axes, grid and ticks
-  const double mem_unit = xs.lo >= gib / 2 ? gib : xs.lo >= mib / 2 ? mib : xs.lo >= kib / 2 ? kib : 1;
-  for (double t : xs.ticks(mem_unit)) {
-    const double x = xs(t);
-    s += "<line x1=\"" + fmt("%.1f", x) + "\" y1=\"" + fmt("%.0f", T) + "\" x2=\"" + fmt("%.1f", x) +
-         "\" y2=\"" + fmt("%.0f", H - B) + "\" stroke=\"#eee\"/>\n";
-    s += "<text x=\"" + fmt("%.1f", x) + "\" y=\"" + fmt("%.0f", H - B + 16) +
-         "\" text-anchor=\"middle\">" + detail::xml_escape(format_bytes(t)) + "</text>\n";
-  }
-  for (double t : ys.ticks()) {
-    const double y = ys(t);
-    s += "<line x1=\"" + fmt("%.0f", L) + "\" y1=\"" + fmt("%.1f", y) + "\" x2=\"" + fmt("%.0f", W - R) +
-         "\" y2=\"" + fmt("%.1f", y) + "\" stroke=\"#eee\"/>\n";
-    s += "<text x=\"" + fmt("%.0f", L - 6) + "\" y=\"" + fmt("%.1f", y + 4) +
-         "\" text-anchor=\"end\">" + detail::xml_escape(format_seconds(t)) + "</text>\n";
-  }
-  s += "<rect x=\"" + fmt("%.0f", L) + "\" y=\"" + fmt("%.0f", T) + "\" width=\"" + fmt("%.0f", W - R - L) +
-       "\" height=\"" + fmt("%.0f", H - B - T) + "\" fill=\"none\" stroke=\"#333\"/>\n";
-  s += "<text x=\"" + fmt("%.0f", (L + W - R) / 2) + "\" y=\"" + fmt("%.0f", H - 18) +
-       "\" text-anchor=\"middle\">memory per device" + std::string(xs.log ? " (log)" : "") + "</text>\n";
-  s += "<text transform=\"translate(18," + fmt("%.0f", (T + H - B) / 2) +
-       ") rotate(-90)\" text-anchor=\"middle\">iteration time" + std::string(ys.log ? " (log)" : "") +
-       "</text>\n";
-  if (r.capacity > 0 && r.capacity >= xs.lo && r.capacity <= xs.hi)
-    s += "<line x1=\"" + fmt("%.1f", xs(r.capacity)) + "\" y1=\"" + fmt("%.0f", T) + "\" x2=\"" +
-         fmt("%.1f", xs(r.capacity)) + "\" y2=\"" + fmt("%.0f", H - B) +
-         "\" stroke=\"#999\" stroke-dasharray=\"2,3\"><title>device capacity</title></line>\n";
-  if (r.budget > 0)
-    s += "<line x1=\"" + fmt("%.1f", xs(r.budget)) + "\" y1=\"" + fmt("%.0f", T) + "\" x2=\"" +
-         fmt("%.1f", xs(r.budget)) + "\" y2=\"" + fmt("%.0f", H - B) +
-         "\" stroke=\"#d62728\" stroke-dasharray=\"6,4\"><title>memory budget " +
-         format_bytes(r.budget) + "</title></line>\n";
-  // the frontier staircase
-  if (!r.points.empty()) {
-    std::string path = "M";
-    for (std::size_t i = 0; i < r.points.size(); ++i) {
-      const double x = xs(r.points[i].memory), y = ys(r.points[i].time);
-      if (i > 0) path += " L" + fmt("%.1f", x) + "," + fmt("%.1f", ys(r.points[i - 1].time));
-      path += (i ? " L" : "") + fmt("%.1f", x) + "," + fmt("%.1f", y);
-    }
-    s += "<path d=\"" + path + "\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.5\"/>\n";
-    for (std::size_t i = 0; i < r.points.size(); ++i) {
-      const auto& p = r.points[i];
-      s += "<circle cx=\"" + fmt("%.1f", xs(p.memory)) + "\" cy=\"" + fmt("%.1f", ys(p.time)) +
-           "\" r=\"3.5\" fill=\"#1f77b4\"><title>#" + std::to_string(i) + ": " +
-           detail::xml_escape(format_bytes(p.memory) + ", " + format_seconds(p.time) + ", k=" +
-                              std::to_string(p.micro_batches) + ", " + p.summary) +
-           "</title></circle>\n";
-    }
-  }
-  // baselines
-  const char* colors[] = {"#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"};
-  int legend = 0;
-  for (std::size_t i = 0; i < r.baselines.size(); ++i) {
-    const auto& b = r.baselines[i];
-    if (!b.valid || !(b.memory > 0) || !(b.time > 0)) continue;
-    const char* c = colors[i % 7];
-    const double x = xs(b.memory), y = ys(b.time);
-    s += "<rect x=\"" + fmt("%.1f", x - 4) + "\" y=\"" + fmt("%.1f", y - 4) +
-         "\" width=\"8\" height=\"8\" fill=\"" + c + "\" transform=\"rotate(45 " + fmt("%.1f", x) + " " +
-         fmt("%.1f", y) + ")\"><title>" + detail::xml_escape(b.name + ": " + format_bytes(b.memory) + ", " +
-                                                           format_seconds(b.time)) + "</title></rect>\n";
-    const double ly = T + 20 + 18 * legend++;
-    s += "<rect x=\"" + fmt("%.0f", W - R + 16) + "\" y=\"" + fmt("%.0f", ly - 8) +
-         "\" width=\"8\" height=\"8\" fill=\"" + c + "\"/><text x=\"" + fmt("%.0f", W - R + 30) +
-         "\" y=\"" + fmt("%.0f", ly) + "\">" + detail::xml_escape(detail::truncate(b.name, 30)) + "</text>\n";
-  }
-  const double ly = T + 20 + 18 * legend;
-  s += "<circle cx=\"" + fmt("%.0f", W - R + 20) + "\" cy=\"" + fmt("%.0f", ly - 4) +
-       "\" r=\"3.5\" fill=\"#1f77b4\"/><text x=\"" + fmt("%.0f", W - R + 30) + "\" y=\"" + fmt("%.0f", ly) +
-       "\">frontier (" + std::to_string(r.points.size()) + " plans)</text>\n";
-  if (r.chosen >= 0 && std::size_t(r.chosen) < r.points.size()) {
-    const auto& p = r.points[r.chosen];
-    s += "<circle cx=\"" + fmt("%.1f", xs(p.memory)) + "\" cy=\"" + fmt("%.1f", ys(p.time)) +
-         "\" r=\"8\" fill=\"none\" stroke=\"#d62728\" stroke-width=\"2.5\"><title>chosen plan #" +
-         std::to_string(r.chosen) + "</title></circle>\n";
-    s += "<circle cx=\"" + fmt("%.0f", W - R + 20) + "\" cy=\"" + fmt("%.0f", ly + 14) +
-         "\" r=\"6\" fill=\"none\" stroke=\"#d62728\" stroke-width=\"2\"/><text x=\"" + fmt("%.0f", W - R + 30) +
-         "\" y=\"" + fmt("%.0f", ly + 18) + "\">chosen plan #" + std::to_string(r.chosen) + "</text>\n";
-  }
-  s += "</svg>\n";
-  return s;
-}
-
-/// A self-contained HTML report: the plot, the frontier table, the baselines and the
-/// chosen plan's per-op table (config, time, memory, collectives).
-inline std::string to_html(const frontier_report& r) {
-  using detail::xml_escape;
-  std::string h = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>tensoropt: " +
-                  xml_escape(r.model) + "</title>\n<style>body{font-family:sans-serif;margin:24px;"
-                  "max-width:1100px}table{border-collapse:collapse;margin:12px 0}td,th{border:1px solid "
-                  "#ccc;padding:3px 8px;text-align:right;font-size:13px}td.l,th.l{text-align:left}"
-                  "tr.chosen{background:#fde0e0}code{background:#f4f4f4}</style></head><body>\n";
-  h += "<h1>" + xml_escape(r.model) + " on " + xml_escape(r.cluster) + "</h1>\n<p>precision " +
-       xml_escape(r.precision) + ", " + detail::fmt("%.0f", r.samples) + " samples per iteration, " +
-       std::to_string(r.points.size()) + " Pareto-optimal plans found in " +
-       detail::fmt("%.3f", r.search_seconds) + " s." +
-       (r.budget > 0 ? " Memory budget " + format_bytes(r.budget) + "." : std::string()) + "</p>\n";
-  if (!r.notes.empty()) h += "<p>" + xml_escape(r.notes) + "</p>\n";
-  h += to_svg(r);
-  h += "<h2>Frontier</h2>\n<table><tr><th>#</th><th>memory / device</th><th>iteration time</th>"
-       "<th>samples/s</th><th>k</th><th class=\"l\">strategy</th></tr>\n";
-  for (std::size_t i = 0; i < r.points.size(); ++i) {
-    const auto& p = r.points[i];
-    h += std::string("<tr") + (int(i) == r.chosen ? " class=\"chosen\"" : "") + "><td>" + std::to_string(i) +
-         "</td><td>" + format_bytes(p.memory) + "</td><td>" + format_seconds(p.time) + "</td><td>" +
-         detail::fmt("%.1f", p.time > 0 ? r.samples / p.time : 0) + "</td><td>" +
-         std::to_string(p.micro_batches) + "</td><td class=\"l\">" + xml_escape(p.summary) + "</td></tr>\n";
-  }
-  h += "</table>\n";
-  if (!r.baselines.empty()) {
-    h += "<h2>Baselines</h2>\n<table><tr><th class=\"l\">strategy</th><th>memory / device</th>"
-         "<th>iteration time</th><th class=\"l\">note</th></tr>\n";
-    for (auto& b : r.baselines)
-      h += "<tr><td class=\"l\">" + xml_escape(b.name) + "</td><td>" +
-           (b.valid ? format_bytes(b.memory) : "-") + "</td><td>" + (b.valid ? format_seconds(b.time) : "-") +
-           "</td><td class=\"l\">" + xml_escape(b.summary) + "</td></tr>\n";
-    h += "</table>\n";
-  }
-  if (r.chosen >= 0 && !r.chosen_ops.empty()) {
-    h += "<h2>Chosen plan #" + std::to_string(r.chosen) + ": per op</h2>\n<table><tr><th class=\"l\">op"
-         "</th><th class=\"l\">config</th><th>time</th><th>memory</th><th class=\"l\">collectives</th></tr>\n";
-    for (auto& o : r.chosen_ops)
-      h += "<tr><td class=\"l\">" + xml_escape(o.op) + "</td><td class=\"l\"><code>" + xml_escape(o.config) +
-           "</code></td><td>" + format_seconds(o.time) + "</td><td>" + format_bytes(o.memory) +
-           "</td><td class=\"l\">" + xml_escape(o.collectives) + "</td></tr>\n";
-    h += "</table>\n";
-  }
-  h += "</body></html>\n";
-  return h;
 }
 
 }  // namespace tensoropt

@@ -1,189 +1,219 @@
-// The CPU backend: per-device memory accounting, counted fp32 buffers and the
-// BLAS (CBLAS / OpenBLAS) GEMM every matrix product of the runtime goes through.
+// The backend interface: what the executor needs from one device (memory, kernels,
+// element operations, a data plane), chosen at run time by name ("cpu", "cuda").
 //
-// A backend is memory plus kernels. Every buffer the runtime allocates for a device
-// is charged to that device's `memory_stats` (current and peak bytes), so after a
-// step each device can report the most it held and the planner's prediction can be
-// compared with it. The CUDA backend provides the same two things.
+// Why run-time dispatch: one program (train_gpt, a user's trainer) built by g++
+// trains on the CPU or on GPUs by a flag. The executor is written once against
+// this interface; the CPU backend (cpu_backend.hpp, CBLAS) and the CUDA backend (a
+// factory compiled by nvcc, reached through the registry below) implement it. The
+// executor never touches an element of a buffer itself: filling, accumulating,
+// packing and the optimizer update are backend calls, so buffers may live in
+// device memory and hold bf16.
+//
+// Buffers are allocated by role, and the backend picks the dtype of each role from
+// its precision: fp32 keeps everything fp32; bf16-mixed keeps activations, weights
+// and gradients in bf16 and the optimizer state in fp32, plus one more fp32 state
+// array per parameter, the master weights (extra_states() == 1): 2 + 2 + 12 bytes
+// per parameter with Adam, as cost/ assumes.
+//
+// Backends register a factory under their name (register_backend); the CPU backend
+// registers itself when cpu_backend.hpp is included, the CUDA backend when the .cu
+// source of the tensoropt::cuda target is linked. make_backend() names the missing
+// piece when a backend is not in the program.
 #pragma once
-#include <cblas.h>
-#include <algorithm>
-#include <atomic>
-#include <concepts>
-#include <cstddef>
+#include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <span>
-#include <unordered_map>
+#include <string>
 #include <vector>
-#include "../core/error.hpp"
+#include "../core/dtype.hpp"
+#include "../model/graph.hpp"
+#include "buffer.hpp"
+#include "data_plane.hpp"
+#include "optimizer.hpp"
+#include "shard_box.hpp"
 
 namespace tensoropt::runtime {
 
-/// Bytes a device holds now and the most it held since the last reset.
-struct memory_stats {
-  std::int64_t current = 0;
-  std::int64_t peak = 0;
-  void add(std::int64_t b) {
-    current += b;
-    peak = std::max(peak, current);
-  }
-  void reset_peak() { peak = current; }
+struct op_context;
+struct op_state;
+
+/// The buffers a kernel reads (inputs or params), in the op's slot order.
+using kernel_inputs = std::span<const buffer* const>;
+using forward_fn = buffer (*)(op_context&, kernel_inputs, kernel_inputs, op_state&);
+using backward_fn = void (*)(op_context&, kernel_inputs, kernel_inputs, op_state&, const buffer&,
+                             std::vector<buffer>&, std::vector<buffer>&);
+/// The forward/backward pair of one op kind on one backend.
+struct kernel {
+  forward_fn forward = nullptr;
+  backward_fn backward = nullptr;
 };
+
+/// Whether the backward of `k` reads input `slot` (else the executor frees it after
+/// forward, as the cost model's saved buffers assume). The same for every backend.
+inline bool backward_reads_input(op_kind k, std::size_t slot) {
+  switch (k) {
+    case op_kind::add:
+    case op_kind::concat:
+    case op_kind::dropout:
+    case op_kind::max_pool:
+    case op_kind::avg_pool:
+    case op_kind::global_avg_pool:
+    case op_kind::moe_dispatch: return false;
+    case op_kind::softmax_xent: return slot == 1;  // the labels; the probabilities are saved
+    default: return true;
+  }
+}
+
+/// What a buffer holds, which decides its dtype under the backend's precision.
+enum class buffer_role : std::uint8_t {
+  activation,  ///< activations, their gradients, saved state (compute dtype)
+  weight,      ///< a parameter's working copy (compute dtype)
+  gradient,    ///< a parameter's gradient (compute dtype)
+  state,       ///< optimizer state and master weights (always fp32)
+};
+
+/// Which backend to make and how: `kind` "cpu" or "cuda"; `precision` fp32 or
+/// bf16-mixed (the CPU backend runs fp32 only); `device` the GPU ordinal for rank
+/// 0 of this process (-1: rank r of a local world uses GPU r mod the GPU count);
+/// `timeout` how long a device data plane waits for a peer (the host
+/// communicators have their own).
+struct backend_options {
+  std::string kind = "cpu";
+  precision prec = precisions::fp32;
+  int device = -1;
+  std::chrono::milliseconds timeout = std::chrono::seconds(30);
+};
+
+/// One device's bytes as a backend sees them: the requested bytes (memory_stats,
+/// comparable across backends and with the cost model), the caching pool's own
+/// high-water mark, and the fixed reserve outside the pool (context, library
+/// workspaces, communication buffers). The last two are 0 on the CPU.
+struct device_memory {
+  std::int64_t requested_peak = 0;
+  std::int64_t pool_peak = 0;
+  std::int64_t reserve = 0;
+};
+
+/// One device's memory and kernels (see the opening comment).
+class backend {
+ public:
+  virtual ~backend() = default;
+  virtual std::string name() const = 0;
+  virtual memory_space space() const = 0;
+  const precision& prec() const { return prec_; }
+  /// The dtype this backend stores buffers of `r` in.
+  dtype type_of(buffer_role r) const { return r == buffer_role::state ? dtype::fp32 : prec_.compute; }
+
+  /// `n` zeroed elements of dtype `t`, charged to memory() when `counted` (else
+  /// scratch for packing and staging).
+  virtual buffer make_buffer(std::size_t n, dtype t, bool counted) = 0;
+  /// `n` zeroed elements for role `r`, charged to memory().
+  buffer allocate(std::size_t n, buffer_role r = buffer_role::activation) { return make_buffer(n, type_of(r), true); }
+  /// `n` zeroed elements of dtype `t`, charged to memory().
+  buffer allocate(std::size_t n, dtype t) { return make_buffer(n, t, true); }
+  /// `n` zeroed uncounted elements of dtype `t`.
+  buffer scratch(std::size_t n, dtype t = dtype::fp32) { return make_buffer(n, t, false); }
+  /// A counted buffer of role `r` holding `host` (converted to the role's dtype).
+  virtual buffer upload(std::span<const float> host, buffer_role r = buffer_role::activation) = 0;
+  /// The elements of `b` as fp32 on the host.
+  virtual std::vector<float> download(const buffer& b) = 0;
+  /// Overwrites `dst` (of host.size() elements) with `host`.
+  virtual void write(buffer& dst, std::span<const float> host) = 0;
+  /// A counted copy of `b` (same dtype and space).
+  virtual buffer copy(const buffer& b) = 0;
+  /// acc[i] += x[i], elementwise in index order.
+  virtual void accumulate(buffer& acc, const buffer& x) = 0;
+  /// Copies (add: adds) the region [lo, lo + len) of a tensor from `src`, which
+  /// holds box `sb`, into `dst`, which holds box `db`.
+  virtual void copy_region(const buffer& src, const shard_box& sb, buffer& dst, const shard_box& db,
+                           const extents_t& lo, const extents_t& len, int rank, bool add) = 0;
+  /// The kernels of op kind `k`; throws invalid_argument when this backend has none.
+  virtual kernel kernel_of(op_kind k) = 0;
+  /// One optimizer update of `w` with gradient `g` at step `t` (1-based); `state`
+  /// holds o.states() + extra_states() arrays of role state.
+  virtual void optimizer_update(const optimizer_options& o, std::int64_t t, buffer& w, const buffer& g,
+                                std::vector<buffer>& state) = 0;
+  /// State arrays per parameter beyond the optimizer's (1 under bf16-mixed: the
+  /// fp32 master weights, the last array, which optimizer_update keeps and
+  /// rounds into w).
+  virtual int extra_states() const { return 0; }
+  /// The data plane for this backend's buffers over control communicator `c`.
+  virtual std::unique_ptr<data_plane> make_data_plane(communicator& c) = 0;
+  /// Waits for every operation issued on this device (no-op on the CPU).
+  virtual void synchronize() {}
+  /// Makes this device current on the calling thread (a rank thread of a local
+  /// world calls it before using the backend; no-op on the CPU).
+  virtual void bind() {}
+  /// Requested bytes (this device's memory_stats), pool high-water mark, reserve.
+  virtual device_memory memory_report() const { return {stats_.peak, 0, 0}; }
+  /// Resets the peaks (requested and pool) to the current figures.
+  virtual void reset_peak() { stats_.reset_peak(); }
+
+  const memory_stats& memory() const { return stats_; }
+  memory_stats& memory() { return stats_; }
+
+ protected:
+  explicit backend(precision p = precisions::fp32) : prec_(p) {}
+  memory_stats stats_;
+  precision prec_;
+};
+
+/// Makes the backend of rank `c.rank()` of a run over control communicator `c`.
+using backend_factory = std::unique_ptr<backend> (*)(const backend_options&, communicator& c);
 
 namespace detail {
-/// A per-thread cache of freed float arrays, by exact length: a training step
-/// allocates the same sizes every time, and reusing warm memory avoids the page
-/// faults of fresh allocations (measured: ~2 % of a 1-device train_gpt step in
-/// page faults under memset). Bounded (64 MiB per thread); the accounting in
-/// memory_stats is unchanged (it counts live buffers, not the cache).
-class float_cache {
- public:
-  float_cache() = default;
-  float_cache(const float_cache&) = delete;
-  float_cache& operator=(const float_cache&) = delete;
-  ~float_cache() {
-    for (auto& [n, v] : free_)
-      for (float* p : v) delete[] p;
-  }
-  /// This thread's cache; null once the thread's cache was destroyed (at thread
-  /// exit), when arrays are freed directly.
-  static float_cache* local() {
-    struct holder {
-      float_cache c;
-      bool alive = true;
-      ~holder() { alive = false; }
-    };
-    thread_local holder h;
-    return h.alive ? &h.c : nullptr;
-  }
-  static float* get_local(std::size_t n) {
-    auto* c = local();
-    return c ? c->get(n) : new float[n]();
-  }
-  /// n zeroed floats.
-  float* get(std::size_t n) {
-    auto it = free_.find(n);
-    if (it == free_.end() || it->second.empty()) return new float[n]();
-    float* p = it->second.back();
-    it->second.pop_back();
-    held_ -= n;
-    std::fill_n(p, n, 0.f);
-    return p;
-  }
-  void put(float* p, std::size_t n) {
-    if (held_ + n > limit) {
-      delete[] p;
-      return;
-    }
-    free_[n].push_back(p);
-    held_ += n;
-  }
-  static constexpr std::size_t limit = std::size_t(64) << 18;  // floats (64 MiB)
-
- private:
-  std::unordered_map<std::size_t, std::vector<float*>> free_;
-  std::size_t held_ = 0;
-};
-struct cached_delete {
-  std::size_t n = 0;
-  void operator()(float* p) const {
-    if (auto* c = float_cache::local()) c->put(p, n);
-    else delete[] p;
+struct backend_registry {
+  std::mutex mu;
+  std::map<std::string, backend_factory> factories;
+  static backend_registry& get() {
+    static backend_registry r;
+    return r;
   }
 };
 }  // namespace detail
 
-/// An fp32 array charged to one device's memory_stats (move-only).
-class buffer {
- public:
-  buffer() = default;
-  /// `n` zero-initialized floats charged to `stats` (which may be null: uncounted).
-  buffer(std::size_t n, memory_stats* stats)
-      : data_(n ? detail::float_cache::get_local(n) : nullptr, detail::cached_delete{n}), size_(n), stats_(stats) {
-    if (stats_) stats_->add(std::int64_t(n * sizeof(float)));
-  }
-  buffer(std::span<const float> v, memory_stats* stats) : buffer(v.size(), stats) {
-    std::copy(v.begin(), v.end(), data_.get());
-  }
-  buffer(buffer&& o) noexcept { swap(o); }
-  buffer& operator=(buffer&& o) noexcept {
-    buffer t(std::move(o));
-    swap(t);
-    return *this;
-  }
-  ~buffer() {
-    if (stats_) stats_->add(-std::int64_t(size_ * sizeof(float)));
-  }
-  float* data() { return data_.get(); }
-  const float* data() const { return data_.get(); }
-  std::size_t size() const { return size_; }
-  float& operator[](std::size_t i) { return data_[i]; }
-  float operator[](std::size_t i) const { return data_[i]; }
-  std::span<float> span() { return {data_.get(), size_}; }
-  std::span<const float> span() const { return {data_.get(), size_}; }
-  memory_stats* stats() const { return stats_; }
-  void fill(float v) { std::fill_n(data_.get(), size_, v); }
-
- private:
-  void swap(buffer& o) noexcept {
-    std::swap(data_, o.data_);
-    std::swap(size_, o.size_);
-    std::swap(stats_, o.stats_);
-  }
-  std::unique_ptr<float[], detail::cached_delete> data_;
-  std::size_t size_ = 0;
-  memory_stats* stats_ = nullptr;
-};
-
-/// A backend owns a device's memory accounting and allocates counted buffers.
-template <class B>
-concept Backend = requires(B& b, std::size_t n) {
-  { b.allocate(n) } -> std::same_as<buffer>;
-  { b.memory() } -> std::convertible_to<const memory_stats&>;
-};
-
-/// The CPU backend of one device: counted allocations; kernels are the functions of
-/// kernels.hpp, GEMMs through CBLAS.
-class cpu_backend {
- public:
-  buffer allocate(std::size_t n) { return buffer(n, &stats_); }
-  buffer copy(std::span<const float> v) { return buffer(v, &stats_); }
-  const memory_stats& memory() const { return stats_; }
-  memory_stats& memory() { return stats_; }
-
- private:
-  memory_stats stats_;
-};
-static_assert(Backend<cpu_backend>);
-
-/// Makes the BLAS single-threaded (once per process): the runtime already runs one
-/// thread per device, and BLAS threads on top of them oversubscribe the cores
-/// (measured: 6x slower steps of train_gpt on 2 cores with OpenBLAS's own threads).
-inline void single_threaded_blas() {
-#ifdef OPENBLAS_CONST  // OpenBLAS's cblas.h
-  static const bool once = (openblas_set_num_threads(1), true);
-  (void)once;
-#endif
+/// Registers `f` as the backend `name` (a later registration of the name wins).
+/// Returns true, so a namespace-scope `inline const bool` can register at start-up.
+inline bool register_backend(const std::string& name, backend_factory f) {
+  auto& r = detail::backend_registry::get();
+  std::lock_guard lk(r.mu);
+  r.factories[name] = f;
+  return true;
 }
 
-/// C[m x n] = alpha * op(A) op(B) + beta * C, row-major, through CBLAS.
-/// op(A) is m x k (A stored k x m when trans_a), op(B) is k x n (B stored n x k when
-/// trans_b). lda/ldb/ldc default to the dense row strides.
-inline void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
-                 const float* a, const float* b, float beta, float* c, std::int64_t lda = 0,
-                 std::int64_t ldb = 0, std::int64_t ldc = 0) {
-  if (m == 0 || n == 0) return;
-  if (lda == 0) lda = trans_a ? m : k;
-  if (ldb == 0) ldb = trans_b ? k : n;
-  if (ldc == 0) ldc = n;
-  if (k == 0) {
-    for (std::int64_t i = 0; i < m; ++i)
-      for (std::int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0 ? 0.f : beta * c[i * ldc + j];
-    return;
+/// Whether backend `name` is in this program.
+inline bool has_backend(const std::string& name) {
+  auto& r = detail::backend_registry::get();
+  std::lock_guard lk(r.mu);
+  return r.factories.count(name) != 0;
+}
+
+/// The backend `o.kind` for rank `c.rank()`. Throws invalid_argument naming what
+/// to include or link when that backend is not part of this program.
+inline std::unique_ptr<backend> make_backend(const backend_options& o, communicator& c) {
+  backend_factory f = nullptr;
+  {
+    auto& r = detail::backend_registry::get();
+    std::lock_guard lk(r.mu);
+    if (auto it = r.factories.find(o.kind); it != r.factories.end()) f = it->second;
   }
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-              int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
+  if (f) return f(o, c);
+  if (o.kind == "cpu")
+    throw invalid_argument("the cpu backend is not in this program; include <tensoropt/runtime/cpu_backend.hpp> "
+                           "and link tensoropt::runtime");
+  if (o.kind == "cuda")
+    throw invalid_argument("the cuda backend is not in this program; link the CMake target tensoropt::cuda "
+                           "(configure where nvcc and the CUDA toolkit exist)");
+  throw invalid_argument("unknown backend '" + o.kind + "'; valid backends: cpu, cuda");
+}
+
+/// Parses a backend name ("cpu" or "cuda"); throws invalid_argument otherwise.
+inline std::string parse_backend(const std::string& s) {
+  if (s == "cpu" || s == "cuda") return s;
+  throw invalid_argument("unknown backend '" + s + "'; valid backends: cpu, cuda");
 }
 
 }  // namespace tensoropt::runtime

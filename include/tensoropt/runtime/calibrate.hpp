@@ -28,9 +28,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+#include "../core/output_file.hpp"
 #include "../cost/device.hpp"
-#include "backend.hpp"
 #include "comm.hpp"
+#include "cpu_backend.hpp"
 
 namespace tensoropt::runtime {
 
@@ -199,30 +200,24 @@ inline bool read_calibration(const std::string& path, cpu_calibration& out, std:
   }
 }
 
-/// Writes `c` to `path` atomically (temporary file + rename); throws runtime_error
+/// Writes `c` to `path` atomically (see output_file); throws runtime_error
 /// naming the path when it cannot.
 inline void write_calibration(const std::string& path, const cpu_calibration& c) {
   namespace fs = std::filesystem;
   const fs::path p(path);
   std::error_code ec;
   if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
-  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << nlohmann::json{{"host", c.host},
-                          {"cpu_model", c.cpu_model},
-                          {"gemm_flops", c.gemm_flops},
-                          {"bandwidth", c.bandwidth},
-                          {"launch_seconds", c.launch_seconds},
-                          {"local_latency", c.local_latency}}
-               .dump(2)
-        << "\n";
-    if (!out) throw runtime_error("cannot write the calibration cache '" + tmp + "'");
-  }
-  fs::rename(tmp, p, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw runtime_error("cannot move the calibration cache into '" + path + "'");
+  const std::string text = nlohmann::json{{"host", c.host},
+                                          {"cpu_model", c.cpu_model},
+                                          {"gemm_flops", c.gemm_flops},
+                                          {"bandwidth", c.bandwidth},
+                                          {"launch_seconds", c.launch_seconds},
+                                          {"local_latency", c.local_latency}}
+                               .dump(2) + "\n";
+  try {
+    write_output_file(path, text, "calibration cache");
+  } catch (const error& e) {
+    throw runtime_error(e.what());
   }
 }
 

@@ -4,7 +4,9 @@
 // Forward, per op: redistribute each input (and param) from where it lives into the
 // layout the op's config needs, run the local kernel, keep what backward needs (only
 // the inputs under recompute, and not even those that a recomputed producer of the
-// same layer can rebuild: backward re-runs such segments from their first input). Backward mirrors it: the output gradient arrives in
+// same layer can rebuild: backward re-runs such segments from their first input; an
+// input the edge all-gathered is kept as the producer's shard and re-gathered in
+// backward, Megatron's sequence-parallel rule, as the cost model assumes). Backward mirrors it: the output gradient arrives in
 // the op's output layout (replicated over the dims it reduced), the kernel writes
 // partial input and param gradients, which are reduced into the producer's layout.
 // Param gradients accumulate locally over micro-batches and are synchronized once
@@ -16,6 +18,10 @@
 // A parameter lives in the layout its first user needs; under that user's
 // shard_optimizer its optimizer state (and the update) is further split over the
 // replicas along the first axis that divides evenly.
+//
+// The executor owns a backend chosen at run time (backend.hpp: "cpu" or "cuda")
+// and the data plane it makes; every kernel, element operation, allocation and
+// transfer goes through them, so the same executor runs on host or device buffers.
 #pragma once
 #include <chrono>
 #include <cmath>
@@ -23,8 +29,12 @@
 #include <memory>
 #include <string>
 #include <vector>
-#include "kernels.hpp"
+#include "../cost/op_cost.hpp"
+#include "backend.hpp"
+#include "data_plane.hpp"
+#include "op_context.hpp"
 #include "optimizer.hpp"
+#include "sharding.hpp"
 
 namespace tensoropt::runtime {
 
@@ -44,12 +54,21 @@ class executor {
  public:
   executor(const executor&) = delete;  // buffers point at this device's memory_stats
   executor& operator=(const executor&) = delete;
-  /// Throws invalid_argument when the plan does not belong to the graph or the
-  /// communicator's size is not the plan's device count.
+  /// Runs on the backend `bo` names (default: the CPU backend, which the program
+  /// must include: <tensoropt/runtime/cpu_backend.hpp> or <tensoropt/runtime.hpp>).
+  /// Throws invalid_argument when the plan does not belong to the graph, the
+  /// communicator's size is not the plan's device count, or the backend is not in
+  /// this program.
   executor(const op_graph& g, training_plan plan, communicator& comm, optimizer_options opt = {},
-           std::uint64_t seed = 1234)
-      : full_(g), plan_(std::move(plan)), comm_(comm), opt_(opt), seed_(seed) {
-    single_threaded_blas();
+           std::uint64_t seed = 1234, const backend_options& bo = {})
+      : executor(g, std::move(plan), comm, make_backend(bo, comm), opt, seed) {}
+  /// Runs on backend `be` (this device's, made for rank comm.rank()).
+  executor(const op_graph& g, training_plan plan, communicator& comm, std::unique_ptr<backend> be,
+           optimizer_options opt = {}, std::uint64_t seed = 1234)
+      : full_(g), plan_(std::move(plan)), comm_(comm), opt_(opt), seed_(seed), be_(std::move(be)) {
+    if (!be_) throw invalid_argument("executor: no backend given");
+    be_->bind();
+    dp_ = be_->make_data_plane(comm_);
     check_plan();
     graph_ = with_batch(full_, full_.batch / plan_.micro_batches);
     build();
@@ -60,10 +79,12 @@ class executor {
   /// (the same on every device). All devices must call it together.
   float step(const batch& b) {
     check_batch(b);
-    be_.memory().reset_peak();
+    be_->bind();
+    be_->reset_peak();
     double loss = 0;
     for (int m = 0; m < plan_.micro_batches; ++m) loss += micro_step(b, m);
     sync_and_update();
+    be_->synchronize();
     ++step_;
     return float(loss / plan_.micro_batches);
   }
@@ -74,9 +95,10 @@ class executor {
   std::vector<float> gather(int t, int state) {
     const auto& P = params_[std::size_t(t)];
     const placement full = replicated(graph_.tensors[std::size_t(t)], int(plan_.mesh.devices()));
-    buffer out = state < 0 ? redistribute(comm_, P.place, P.value, full, be_)
-                           : redistribute(comm_, P.opt_place, P.state[std::size_t(state)], full, be_);
-    return {out.span().begin(), out.span().end()};
+    be_->bind();
+    buffer out = state < 0 ? redistribute(*dp_, P.place, P.value, full, *be_)
+                           : redistribute(*dp_, P.opt_place, P.state[std::size_t(state)], full, *be_);
+    return be_->download(out);
   }
   /// Sets parameter `t` (state < 0) or its optimizer state from the whole tensor.
   void scatter(int t, int state, std::span<const float> whole) {
@@ -88,7 +110,10 @@ class executor {
     for (int a = 0; a < ti.rank; ++a) all.len[a] = ti.extents[a];
     const auto& mine = pl.box[std::size_t(comm_.rank())];
     buffer& dst = state < 0 ? P.value : P.state[std::size_t(state)];
-    detail::copy_region(whole.data(), all, dst.data(), mine, mine.lo, mine.len, ti.rank, false);
+    be_->bind();
+    std::vector<float> host = be_->download(dst);
+    detail::copy_region(whole.data(), all, host.data(), mine, mine.lo, mine.len, ti.rank, false);
+    be_->write(dst, host);
   }
   int param_index(const std::string& name) const {
     for (std::size_t t = 0; t < graph_.tensors.size(); ++t)
@@ -113,7 +138,13 @@ class executor {
   /// step is the executor's overhead and the redistributions.
   double kernel_seconds() const { return kernel_seconds_; }
   /// This device's memory: current bytes and the peak of the last step.
-  const memory_stats& memory() const { return be_.memory(); }
+  const memory_stats& memory() const { return be_->memory(); }
+  /// This device's backend (its name, precision and memory report).
+  backend& device_backend() { return *be_; }
+  const backend& device_backend() const { return *be_; }
+  /// The number of state arrays per parameter (gather/scatter's `state`): the
+  /// optimizer's, then the backend's (the fp32 master weights under bf16-mixed).
+  int state_arrays() const { return opt_.states() + be_->extra_states(); }
 
  private:
   struct param_slot {
@@ -132,7 +163,25 @@ class executor {
     op_state state;
     bool rebuilt = false;                // forward re-run during backward (recompute)
     std::shared_ptr<const buffer> out;   // its output, for the recomputed consumers
+    std::vector<bool> shard;             // in[s] is the producer's shard: re-gather before use
   };
+
+  /// Whether op j keeps the producer's shard of input s (a pure all-gather edge) and
+  /// re-gathers it in backward, as the cost model's edge memory assumes.
+  bool keeps_shard(int j, std::size_t s) const {
+    const int t = graph_.ops[std::size_t(j)].inputs[s].tensor;
+    const int p = graph_.tensors[std::size_t(t)].producer;
+    return tensoropt::detail::kept_shard_ratio(graph_, {p, j, t, int(s)}, plan_.configs[std::size_t(p)],
+                                               plan_.configs[std::size_t(j)]) < 1;
+  }
+  void regather(saved_op& S, int j) {
+    for (std::size_t s = 0; s < S.shard.size(); ++s)
+      if (S.shard[s] && S.in[s]) {
+        const int p = graph_.tensors[std::size_t(graph_.ops[std::size_t(j)].inputs[s].tensor)].producer;
+        S.in[s] = fetch(plans_[std::size_t(p)].out, S.in[s], plans_[std::size_t(j)].in[s]);
+        S.shard[s] = false;
+      }
+  }
 
   /// Whether input `s` of op `j` is dropped after forward and rebuilt in backward:
   /// j and its producer are both recomputed and in the same repeat instance (layer),
@@ -152,6 +201,7 @@ class executor {
   std::shared_ptr<const buffer> rebuild(std::vector<saved_op>& saved, int p, int m) {
     auto& S = saved[std::size_t(p)];
     if (S.out) return S.out;
+    regather(S, p);
     const auto& op = graph_.ops[std::size_t(p)];
     for (std::size_t s = 0; s < op.inputs.size(); ++s)
       if (!S.in[s] && segment_input(p, s)) {
@@ -164,7 +214,7 @@ class executor {
     auto in = raw(S.in), par = raw(S.par);
     S.state = {};
     const auto t0 = std::chrono::steady_clock::now();
-    S.out = std::make_shared<const buffer>(kernels::kernel_of(op.kind).forward(c, in, par, S.state));
+    S.out = std::make_shared<const buffer>(be_->kernel_of(op.kind).forward(c, in, par, S.state));
     kernel_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     S.rebuilt = true;
     return S.out;
@@ -237,9 +287,8 @@ class executor {
     P.place = plans_[std::size_t(j)].par[std::size_t(s)];
     P.opt_place = P.place;
     if (plan_.configs[std::size_t(j)].shard_optimizer) shard_over_replicas(P.opt_place, t.rank);
-    P.value = be_.allocate(std::size_t(P.place.box[me()].size(t.rank)));
     for (int k = 0; k < opt_.states(); ++k)
-      P.state.push_back(be_.allocate(std::size_t(P.opt_place.box[me()].size(t.rank))));
+      P.state.push_back(be_->allocate(std::size_t(P.opt_place.box[me()].size(t.rank)), buffer_role::state));
     // Deterministic init from the global element index: the same under any plan.
     float value = 0, scale = 0;
     const bool norm = op.kind == op_kind::layer_norm || op.kind == op_kind::batch_norm;
@@ -254,10 +303,16 @@ class executor {
       }
       scale = float(1.0 / std::sqrt(fan_in));
     }
-    const auto& box = P.place.box[me()];
-    for_each_global(t.extents, box.lo, box.len, t.rank, 0, [&](index_t i, std::uint64_t gi) {
-      P.value[std::size_t(i)] = scale == 0 ? value : (2.f * uniform01(seed_, std::uint64_t(m.tensor), gi) - 1.f) * scale;
-    });
+    auto init = [&](const shard_box& box) {
+      std::vector<float> v(std::size_t(box.size(t.rank)));
+      for_each_global(t.extents, box.lo, box.len, t.rank, 0, [&](index_t i, std::uint64_t gi) {
+        v[std::size_t(i)] = scale == 0 ? value : (2.f * uniform01(seed_, std::uint64_t(m.tensor), gi) - 1.f) * scale;
+      });
+      return v;
+    };
+    P.value = be_->upload(init(P.place.box[me()]), buffer_role::weight);
+    if (be_->extra_states())  // the fp32 master weights: the same values over the optimizer's shard
+      P.state.push_back(be_->upload(init(P.opt_place.box[me()]), buffer_role::state));
   }
 
   /// Splits each device's box over its replicas (devices holding the same box) along
@@ -283,14 +338,14 @@ class executor {
   std::shared_ptr<const buffer> fetch(const placement& from, const std::shared_ptr<const buffer>& data,
                                       const placement& to) {
     if (from == to) return data;
-    return std::make_shared<const buffer>(redistribute(comm_, from, *data, to, be_));
+    return std::make_shared<const buffer>(redistribute(*dp_, from, *data, to, *be_));
   }
   std::shared_ptr<const buffer> fetch_param(int j, int s) {
     const auto& m = graph_.ops[std::size_t(j)].params[std::size_t(s)];
     auto& P = params_[std::size_t(m.tensor)];
     const auto& want = plans_[std::size_t(j)].par[std::size_t(s)];
     if (P.place == want) return std::shared_ptr<const buffer>(&P.value, [](const buffer*) {});
-    return std::make_shared<const buffer>(redistribute(comm_, P.place, P.value, want, be_));
+    return std::make_shared<const buffer>(redistribute(*dp_, P.place, P.value, want, *be_));
   }
 
   /// This device's shard of micro-batch `m` of input op `j`'s tensor.
@@ -310,13 +365,15 @@ class executor {
         throw invalid_argument("input '" + op.name + "' has no batch axis to split into micro-batches");
       mine.lo[axis] += m * t.extents[axis];
     }
-    auto out = std::make_shared<buffer>(be_.allocate(std::size_t(mine.size(t.rank))));
-    detail::copy_region(b[std::size_t(input_no)].data(), whole, out->data(), mine, mine.lo, mine.len, t.rank, false);
-    return out;
+    std::vector<float> host(std::size_t(mine.size(t.rank)));
+    detail::copy_region(b[std::size_t(input_no)].data(), whole, host.data(), mine, mine.lo, mine.len, t.rank, false);
+    // integer ids stay exact fp32 values whatever the compute dtype
+    return std::make_shared<const buffer>(be_->upload(host, t.integer ? buffer_role::state : buffer_role::activation));
   }
 
   op_context context(int j, int m) {
-    op_context c(graph_, j, plan_.configs[std::size_t(j)], plan_.mesh, comm_, be_);
+    op_context c(graph_, j, plan_.configs[std::size_t(j)], plan_.mesh, comm_, *be_);
+    c.dp = dp_.get();
     c.seed = seed_;
     c.step = std::uint64_t(step_);
     c.micro = m;
@@ -344,15 +401,17 @@ class executor {
         continue;
       }
       auto& S = saved[std::size_t(j)];
+      std::vector<std::shared_ptr<const buffer>> src;
       for (std::size_t s = 0; s < op.inputs.size(); ++s) {
         const int t = op.inputs[s].tensor;
         const int p = graph_.tensors[std::size_t(t)].producer;
+        src.push_back(act[std::size_t(t)]);
         S.in.push_back(fetch(plans_[std::size_t(p)].out, act[std::size_t(t)], P.in[s]));
         if (--left[std::size_t(t)] == 0) act[std::size_t(t)].reset();
       }
       for (std::size_t s = 0; s < op.params.size(); ++s) S.par.push_back(fetch_param(j, int(s)));
       auto c = context(j, m);
-      auto k = kernels::kernel_of(op.kind);
+      auto k = be_->kernel_of(op.kind);
       auto in = raw(S.in), par = raw(S.par);
       const auto t0 = std::chrono::steady_clock::now();
       buffer y = k.forward(c, in, par, S.state);
@@ -364,10 +423,17 @@ class executor {
           if (segment_input(j, s)) S.in[s].reset();
       } else
         for (std::size_t s = 0; s < S.in.size(); ++s)
-          if (!kernels::backward_reads_input(op.kind, s)) S.in[s].reset();
+          if (!backward_reads_input(op.kind, s)) S.in[s].reset();
+      S.shard.assign(S.in.size(), false);
+      for (std::size_t s = 0; s < S.in.size(); ++s)
+        if (S.in[s] && keeps_shard(j, s)) {
+          S.in[s] = std::move(src[s]);  // keep the producer's shard; backward re-gathers it
+          S.shard[s] = true;
+        }
+      src.clear();
       if (j == loss_op_) {
         const placement one = replicated(graph_.tensors[std::size_t(op.output.tensor)], int(plan_.mesh.devices()));
-        loss = redistribute(comm_, P.out, y, one, be_)[0];
+        loss = be_->download(redistribute(*dp_, P.out, y, one, *be_))[0];
       }
       act[std::size_t(op.output.tensor)] = std::make_shared<const buffer>(std::move(y));
     }
@@ -380,8 +446,8 @@ class executor {
     const int n = int(graph_.ops.size());
     std::vector<std::unique_ptr<buffer>> grad(graph_.tensors.size());
     {
-      auto seed = std::make_unique<buffer>(be_.allocate(1));
-      (*seed)[0] = 1.f / float(plan_.micro_batches);
+      const float dl = 1.f / float(plan_.micro_batches);
+      auto seed = std::make_unique<buffer>(be_->upload(std::span(&dl, 1), buffer_role::state));  // fp32
       grad[std::size_t(graph_.ops[std::size_t(loss_op_)].output.tensor)] = std::move(seed);
     }
     for (int j = n - 1; j >= 0; --j) {
@@ -395,7 +461,8 @@ class executor {
       const auto& P = plans_[std::size_t(j)];
       const auto& P_op = P;
       auto c = context(j, m);
-      auto k = kernels::kernel_of(op.kind);
+      auto k = be_->kernel_of(op.kind);
+      regather(S, j);
       if (plan_.configs[std::size_t(j)].recompute && !S.rebuilt) {
         for (std::size_t s = 0; s < op.inputs.size(); ++s)
           if (!S.in[s] && segment_input(j, s)) {
@@ -412,8 +479,8 @@ class executor {
       std::vector<buffer> din, dpar;
       for (auto& mp : op.inputs)
         din.push_back(graph_.tensors[std::size_t(mp.tensor)].integer ? buffer{}
-                                                                       : be_.allocate(std::size_t(c.local_size(mp))));
-      for (auto& mp : op.params) dpar.push_back(be_.allocate(std::size_t(c.local_size(mp))));
+                                                                       : be_->allocate(std::size_t(c.local_size(mp))));
+      for (auto& mp : op.params) dpar.push_back(be_->allocate(std::size_t(c.local_size(mp)), buffer_role::gradient));
       auto in = raw(S.in), par = raw(S.par);
       const auto t0 = std::chrono::steady_clock::now();
       k.backward(c, in, par, S.state, *dy, din, dpar);
@@ -427,27 +494,24 @@ class executor {
         // identical layouts: hand the buffer over (redistribute would copy it)
         buffer g = P.din[s] == plans_[std::size_t(p)].dout
                        ? std::move(din[s])
-                       : redistribute(comm_, P.din[s], din[s], plans_[std::size_t(p)].dout, be_);
+                       : redistribute(*dp_, P.din[s], din[s], plans_[std::size_t(p)].dout, *be_);
         din[s] = {};
         auto& acc = grad[std::size_t(t)];
         if (!acc) acc = std::make_unique<buffer>(std::move(g));
-        else
-          for (std::size_t i = 0; i < g.size(); ++i) (*acc)[i] += g[i];
+        else be_->accumulate(*acc, g);
       }
       for (std::size_t s = 0; s < op.params.size(); ++s) {
         auto& P = params_[std::size_t(op.params[s].tensor)];
         if (!(P.opt_place == P.place)) {  // ZeRO: reduce-scatter now, keep only the shard
-          buffer part = redistribute(comm_, P_op.dpar[s], dpar[s], P.opt_place, be_);
+          buffer part = redistribute(*dp_, P_op.dpar[s], dpar[s], P.opt_place, *be_);
           dpar[s] = {};
           if (P.grad.size() == 0) P.grad = std::move(part);
-          else
-            for (std::size_t i = 0; i < part.size(); ++i) P.grad[i] += part[i];
+          else be_->accumulate(P.grad, part);
           continue;
         }
         auto& acc = pacc_[std::size_t(j)][s];
         if (acc.size() == 0) acc = std::move(dpar[s]);
-        else
-          for (std::size_t i = 0; i < acc.size(); ++i) acc[i] += dpar[s][i];
+        else be_->accumulate(acc, dpar[s]);
       }
     }
   }
@@ -464,24 +528,26 @@ class executor {
                plans_[std::size_t(P.users[0].first)].dpar[std::size_t(P.users[0].second)] == P.opt_place &&
                pacc_[std::size_t(P.users[0].first)][std::size_t(P.users[0].second)].size())
         g = std::move(pacc_[std::size_t(P.users[0].first)][std::size_t(P.users[0].second)]);  // no copy
-      else g = be_.allocate(std::size_t(P.opt_place.box[me()].size(rank)));
+      else g = be_->allocate(std::size_t(P.opt_place.box[me()].size(rank)), buffer_role::gradient);
       P.grad = {};
       for (auto [j, s] : P.users) {
         if (sharded) break;  // reduced into the shard during backward
         auto& acc = pacc_[std::size_t(j)][std::size_t(s)];
         if (acc.size() == 0 && P.users.size() == 1 && g.size()) break;  // moved into g above
-        if (acc.size() == 0) acc = be_.allocate(std::size_t(plans_[std::size_t(j)].dpar[std::size_t(s)].box[me()].size(rank)));
-        buffer part = redistribute(comm_, plans_[std::size_t(j)].dpar[std::size_t(s)], acc, P.opt_place, be_);
+        if (acc.size() == 0)
+          acc = be_->allocate(std::size_t(plans_[std::size_t(j)].dpar[std::size_t(s)].box[me()].size(rank)),
+                              buffer_role::gradient);
+        buffer part = redistribute(*dp_, plans_[std::size_t(j)].dpar[std::size_t(s)], acc, P.opt_place, *be_);
         acc = {};  // gradients live from the first backward that produces them to the sync
-        for (std::size_t i = 0; i < g.size(); ++i) g[i] += part[i];
+        be_->accumulate(g, part);
       }
       if (P.opt_place == P.place) {
-        optimizer_update(opt_, step_ + 1, P.value, g, P.state);
+        be_->optimizer_update(opt_, step_ + 1, P.value, g, P.state);
         continue;
       }
-      buffer w = redistribute(comm_, P.place, P.value, P.opt_place, be_);  // local slice
-      optimizer_update(opt_, step_ + 1, w, g, P.state);
-      P.value = redistribute(comm_, P.opt_place, w, P.place, be_);  // all-gather of the updated shards
+      buffer w = redistribute(*dp_, P.place, P.value, P.opt_place, *be_);  // local slice
+      be_->optimizer_update(opt_, step_ + 1, w, g, P.state);
+      P.value = redistribute(*dp_, P.opt_place, w, P.place, *be_);  // all-gather of the updated shards
     }
   }
 
@@ -511,7 +577,8 @@ class executor {
   communicator& comm_;
   optimizer_options opt_;
   std::uint64_t seed_;
-  cpu_backend be_;
+  std::unique_ptr<backend> be_;
+  std::unique_ptr<data_plane> dp_;
   std::vector<op_plan> plans_;
   std::vector<param_slot> params_;
   std::vector<std::vector<buffer>> pacc_;

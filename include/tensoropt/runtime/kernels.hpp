@@ -1,4 +1,5 @@
-// The CPU kernel table: forward and backward of every op_kind of model/graph.hpp.
+// The CPU kernel table: forward and backward of every op_kind of model/graph.hpp
+// (what cpu_backend::kernel_of returns).
 #pragma once
 #include <string>
 #include "kernels_attention.hpp"
@@ -8,13 +9,10 @@
 
 namespace tensoropt::runtime::kernels {
 
-using forward_fn = buffer (*)(op_context&, inputs, inputs, op_state&);
-using backward_fn = void (*)(op_context&, inputs, inputs, op_state&, const buffer&, std::vector<buffer>&,
-                             std::vector<buffer>&);
-struct kernel {
-  forward_fn forward = nullptr;
-  backward_fn backward = nullptr;
-};
+using runtime::backward_fn;
+using runtime::forward_fn;
+using runtime::kernel;
+using runtime::backward_reads_input;
 
 /// The forward/backward pair of an op kind (op_kind::input has none: the executor
 /// feeds the batch). Throws invalid_argument for an unknown kind.
@@ -42,22 +40,6 @@ inline kernel kernel_of(op_kind k) {
     case op_kind::moe_combine: return {moe_combine_fwd, moe_combine_bwd};
   }
   throw invalid_argument("no CPU kernel for op kind #" + std::to_string(int(k)));
-}
-
-/// Whether the backward of `k` reads input `slot` (else the executor frees it after
-/// forward, as the cost model's saved buffers assume).
-inline bool backward_reads_input(op_kind k, std::size_t slot) {
-  switch (k) {
-    case op_kind::add:
-    case op_kind::concat:
-    case op_kind::dropout:
-    case op_kind::max_pool:
-    case op_kind::avg_pool:
-    case op_kind::global_avg_pool:
-    case op_kind::moe_dispatch: return false;
-    case op_kind::softmax_xent: return slot == 1;  // the labels; the probabilities are saved
-    default: return true;
-  }
 }
 
 }  // namespace tensoropt::runtime::kernels

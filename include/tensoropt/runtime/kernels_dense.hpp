@@ -11,11 +11,12 @@
 #include <limits>
 #include <span>
 #include <vector>
+#include "cpu_gemm.hpp"
 #include "op_context.hpp"
 
 namespace tensoropt::runtime::kernels {
 
-using inputs = std::span<const buffer* const>;
+using inputs = kernel_inputs;
 
 // ---- linear: dims [batch..., contract..., out...] ----
 struct linear_dims {
@@ -54,41 +55,12 @@ inline void linear_bwd(op_context& c, inputs in, inputs par, op_state&, const bu
 }
 
 // ---- elementwise ----
-/// tanh as a clamped 13/6 rational function (the approximation Eigen uses for
-/// float): within 3e-7 of std::tanh over [-20, 20] (checked by kernels_dense_test),
-/// branch-free and inlined, so GELU loops vectorize. glibc's tanhf (via expm1f) was
-/// 37 % of a 1-device train_gpt step under perf; this one is ~3.7x faster per element.
-inline float fast_tanh(float x) {
-  const float c = 7.90531110763549805f;
-  x = std::min(c, std::max(-c, x));
-  const float x2 = x * x;
-  float p = -2.76076847742355e-16f;
-  p = p * x2 + 2.00018790482477e-13f;
-  p = p * x2 + -8.60467152213735e-11f;
-  p = p * x2 + 5.12229709037114e-08f;
-  p = p * x2 + 1.48572235717979e-05f;
-  p = p * x2 + 6.37261928875436e-04f;
-  p = p * x2 + 4.89352455891786e-03f;
-  float q = 1.19825839466702e-06f;
-  q = q * x2 + 1.18534705686654e-04f;
-  q = q * x2 + 2.26843463243900e-03f;
-  q = q * x2 + 4.89352518554385e-03f;
-  return p * x / q;
-}
-inline float gelu(float x) {
-  const float k = 0.7978845608028654f;
-  return 0.5f * x * (1.f + fast_tanh(k * (x + 0.044715f * x * x * x)));
-}
-inline float gelu_grad(float x) {
-  const float k = 0.7978845608028654f;
-  const float u = k * (x + 0.044715f * x * x * x), t = fast_tanh(u);
-  return 0.5f * (1.f + t) + 0.5f * x * (1.f - t * t) * k * (1.f + 3.f * 0.044715f * x * x);
-}
+// fast_tanh, gelu, gelu_grad, relu: elementwise.hpp (shared with the CUDA kernels).
 inline buffer unary_fwd(op_context& c, inputs in, inputs, op_state&) {
   const buffer& x = *in[0];
   buffer y = c.zeros(x.size());
   if (c.op.kind == op_kind::relu)
-    for (std::size_t i = 0; i < x.size(); ++i) y[i] = x[i] > 0 ? x[i] : 0.f;
+    for (std::size_t i = 0; i < x.size(); ++i) y[i] = relu(x[i]);
   else if (c.op.kind == op_kind::gelu)
     for (std::size_t i = 0; i < x.size(); ++i) y[i] = gelu(x[i]);
   else {  // dropout
@@ -107,7 +79,7 @@ inline void unary_bwd(op_context& c, inputs in, inputs, op_state&, const buffer&
   buffer& dx = din[0];
   if (c.op.kind == op_kind::relu) {
     const buffer& x = *in[0];
-    for (std::size_t i = 0; i < x.size(); ++i) dx[i] = x[i] > 0 ? dy[i] : 0.f;
+    for (std::size_t i = 0; i < x.size(); ++i) dx[i] = relu_grad(x[i], dy[i]);
   } else if (c.op.kind == op_kind::gelu) {
     const buffer& x = *in[0];
     for (std::size_t i = 0; i < x.size(); ++i) dx[i] = dy[i] * gelu_grad(x[i]);
@@ -123,7 +95,7 @@ inline void unary_bwd(op_context& c, inputs in, inputs, op_state&, const buffer&
 }
 
 inline buffer add_fwd(op_context& c, inputs in, inputs, op_state&) {
-  buffer y = c.be.copy(in[0]->span());
+  buffer y = c.be.copy(*in[0]);
   for (std::size_t i = 0; i < y.size(); ++i) y[i] += (*in[1])[i];
   return y;
 }

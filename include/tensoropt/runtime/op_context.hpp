@@ -9,6 +9,7 @@
 #include "../cost/config.hpp"
 #include "backend.hpp"
 #include "comm.hpp"
+#include "elementwise.hpp"
 #include "sharding.hpp"
 
 namespace tensoropt::runtime {
@@ -19,7 +20,9 @@ struct op_state {
   std::vector<std::int64_t> ints;
 };
 
-/// One op on one device: dims, config, device coordinates, communicator, backend.
+/// One op on one device: dims, config, device coordinates, communicator (control
+/// plane; the CPU kernels' collectives), backend and, where the executor runs it,
+/// the backend's data plane (what device kernels use for their collectives).
 struct op_context {
   const op_graph& graph;
   const op_node& op;
@@ -27,13 +30,14 @@ struct op_context {
   const op_config& cfg;
   const device_mesh& mesh;
   communicator& comm;
-  cpu_backend& be;
+  backend& be;
+  data_plane* dp = nullptr;      ///< the backend's data plane (null: host collectives through comm)
   std::uint64_t seed = 0;        ///< dropout seed
   std::uint64_t step = 0;        ///< training step (dropout stream)
   index_t micro = 0;             ///< micro-batch index (dropout: global sample index)
   std::vector<op_coords> coords; ///< every rank's coordinates under cfg
 
-  op_context(const op_graph& g, int j, const op_config& c, const device_mesh& m, communicator& cm, cpu_backend& b)
+  op_context(const op_graph& g, int j, const op_config& c, const device_mesh& m, communicator& cm, backend& b)
       : graph(g), op(g.ops[std::size_t(j)]), op_index(j), cfg(c), mesh(m), comm(cm), be(b) {
     for (index_t r = 0; r < m.devices(); ++r) coords.push_back(coords_of(op, c, m, r));
   }
@@ -88,27 +92,11 @@ struct op_context {
   buffer zeros(std::size_t n) const { return be.allocate(n); }
 };
 
-namespace detail {
-inline std::uint64_t mix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-}  // namespace detail
-
-/// A uniform number in [0, 1) from (seed, stream, index) alone: counter-based, so
-/// every device draws the same number for the same global element.
-inline float uniform01(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) {
-  const std::uint64_t h = detail::mix64(seed ^ detail::mix64(stream ^ detail::mix64(index)));
-  return float(h >> 40) * (1.0f / 16777216.0f);
-}
-
-/// Keep-scale of the dropout mask at a global element (0 = dropped, else 1 / (1 - p)).
+/// Keep-scale of the dropout mask at a global element (0 = dropped, else 1 / (1 - p)):
+/// the op's stream at this step, see elementwise.hpp.
 inline float dropout_scale(const op_context& c, std::uint64_t global_index, double p) {
   if (p <= 0) return 1.f;
-  const std::uint64_t stream = (c.step << 24) ^ std::uint64_t(c.op_index);
-  return uniform01(c.seed, stream, global_index) < float(p) ? 0.f : float(1.0 / (1.0 - p));
+  return dropout_mask::make(c.seed, dropout_stream(c.step, std::uint64_t(c.op_index)), p).scale(global_index);
 }
 
 /// Calls f(local_offset, global_index) for every element of the box of a tensor of

@@ -6,7 +6,8 @@
 #include <cstdint>
 #include <string>
 #include <vector>
-#include "backend.hpp"
+#include "buffer.hpp"
+#include "elementwise.hpp"
 
 namespace tensoropt::runtime {
 
@@ -28,21 +29,14 @@ struct optimizer_options {
 inline void optimizer_update(const optimizer_options& o, std::int64_t t, buffer& w, const buffer& g,
                              std::vector<buffer>& state) {
   const std::size_t n = w.size();
+  const auto s = optimizer_step::at(o.lr, o.momentum, o.beta1, o.beta2, o.eps, t);
   if (o.type == optimizer_options::kind::sgd) {
     buffer& v = state[0];
-    for (std::size_t i = 0; i < n; ++i) {
-      v[i] = o.momentum * v[i] + g[i];
-      w[i] -= o.lr * v[i];
-    }
+    for (std::size_t i = 0; i < n; ++i) sgd_element(s, w[i], v[i], g[i]);
     return;
   }
   buffer &m = state[0], &v = state[1];
-  const float c1 = 1.f - std::pow(o.beta1, float(t)), c2 = 1.f - std::pow(o.beta2, float(t));
-  for (std::size_t i = 0; i < n; ++i) {
-    m[i] = o.beta1 * m[i] + (1.f - o.beta1) * g[i];
-    v[i] = o.beta2 * v[i] + (1.f - o.beta2) * g[i] * g[i];
-    w[i] -= o.lr * (m[i] / c1) / (std::sqrt(v[i] / c2) + o.eps);
-  }
+  for (std::size_t i = 0; i < n; ++i) adam_element(s, w[i], m[i], v[i], g[i]);
 }
 
 }  // namespace tensoropt::runtime

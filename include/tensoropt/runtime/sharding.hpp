@@ -20,25 +20,10 @@
 #include <vector>
 #include "../cost/config.hpp"
 #include "backend.hpp"
-#include "comm.hpp"
+#include "data_plane.hpp"
+#include "shard_box.hpp"
 
 namespace tensoropt::runtime {
-
-using extents_t = std::array<index_t, max_tensor_rank>;
-
-/// The part of a global tensor one device holds.
-struct shard_box {
-  extents_t lo{};       ///< offset per axis
-  extents_t len{};      ///< length per axis (1 past the rank)
-  int term = 0;         ///< which partial-sum term (0 when not partial)
-  int terms = 1;        ///< number of partial-sum terms
-  index_t size(int rank) const {
-    index_t n = 1;
-    for (int a = 0; a < rank; ++a) n *= len[a];
-    return n;
-  }
-  bool operator==(const shard_box&) const = default;
-};
 
 /// A tensor's distribution: its global shape and every rank's box.
 struct placement {
@@ -150,49 +135,6 @@ inline placement place(const op_node& op, const tensor_map& m, const tensor_info
 }
 
 namespace detail {
-/// Copies (or adds) the region [lo, lo + len) of a tensor between two dense boxes.
-inline void copy_region(const float* src, const shard_box& sb, float* dst, const shard_box& db, const extents_t& lo,
-                        const extents_t& len, int rank, bool add) {
-  if (rank == 0) {
-    dst[0] = add ? dst[0] + src[0] : src[0];
-    return;
-  }
-  for (int a = 0; a < rank; ++a)
-    if (len[a] == 0) return;
-  extents_t idx{};
-  const index_t inner = len[rank - 1];
-  while (true) {
-    index_t so = 0, dof = 0;
-    for (int a = 0; a < rank; ++a) {
-      so = so * sb.len[a] + (lo[a] + idx[a] - sb.lo[a]);
-      dof = dof * db.len[a] + (lo[a] + idx[a] - db.lo[a]);
-    }
-    if (add)
-      for (index_t i = 0; i < inner; ++i) dst[dof + i] += src[so + i];
-    else
-      std::copy_n(src + so, inner, dst + dof);
-    int a = rank - 2;
-    for (; a >= 0; --a) {
-      if (++idx[a] < len[a]) break;
-      idx[a] = 0;
-    }
-    if (a < 0) return;
-  }
-}
-
-/// Intersection of two boxes; false when empty.
-inline bool intersect(const shard_box& a, const shard_box& b, int rank, extents_t& lo, extents_t& len) {
-  lo.fill(0);
-  len.fill(1);
-  for (int i = 0; i < rank; ++i) {
-    const index_t l = std::max(a.lo[i], b.lo[i]), h = std::min(a.lo[i] + a.len[i], b.lo[i] + b.len[i]);
-    if (h <= l) return false;
-    lo[i] = l;
-    len[i] = h - l;
-  }
-  return true;
-}
-
 inline bool same_region(const shard_box& a, const shard_box& b) {
   return a.lo == b.lo && a.len == b.len && a.term == b.term;
 }
@@ -209,17 +151,21 @@ inline int provider(const placement& src, int holder, int target) {
 }  // namespace detail
 
 /// Moves a tensor from placement `from` (this device's shard `local`) to placement
-/// `to`; returns this device's new shard, allocated on `be`. Every rank of `comm`
-/// must call it with the same placements.
-inline buffer redistribute(communicator& comm, const placement& from, const buffer& local, const placement& to,
-                           cpu_backend& be) {
-  const int me = comm.rank();
+/// `to` over data plane `dp`; returns this device's new shard, allocated on `be`.
+/// Every rank must call it with the same placements. One grouped exchange: the
+/// pieces this device provides are packed and sent, the pieces it needs are
+/// received, then summed into the target in term order, then rank order.
+inline buffer redistribute(data_plane& dp, const placement& from, const buffer& local, const placement& to,
+                           backend& be) {
+  const int me = dp.rank();
   const int n = int(from.box.size());
   const int rank = from.rank;
   const auto& mine = to.box[std::size_t(me)];
-  if (from == to) return be.copy(local.span());  // identical placements: no traffic
-  const int tag = comm.next_tag();
+  if (from == to) return be.copy(local);  // identical placements: no traffic
   // Sends: for every target rank, the pieces this device provides.
+  std::vector<buffer> packs;
+  std::vector<outgoing> sends;
+  packs.reserve(std::size_t(n));
   for (int t = 0; t < n; ++t) {
     if (t == me) continue;
     const auto& tb = to.box[std::size_t(t)];
@@ -229,30 +175,48 @@ inline buffer redistribute(communicator& comm, const placement& from, const buff
     if (detail::provider(from, me, t) != me || !detail::intersect(from.box[std::size_t(me)], tb, rank, lo, len))
       continue;
     shard_box piece{lo, len, 0, 1};
-    std::vector<float> pack(std::size_t(piece.size(rank)));
-    detail::copy_region(local.data(), from.box[std::size_t(me)], pack.data(), piece, lo, len, rank, false);
-    comm.send(t, pack, tag);
+    packs.push_back(be.scratch(std::size_t(piece.size(rank)), local.type()));
+    be.copy_region(local, from.box[std::size_t(me)], packs.back(), piece, lo, len, rank, false);
+    sends.push_back({t, &packs.back()});
   }
-  // Receives, in term order then rank order: deterministic sums.
-  buffer out = be.allocate(std::size_t(mine.size(rank)));
+  // The pieces this device needs, in term order then rank order: deterministic sums.
+  struct need {
+    int source;
+    extents_t lo, len;
+  };
+  std::vector<need> needs;
   const int terms = from.box.empty() ? 1 : from.box[0].terms;
-  std::vector<float> pack;
   for (int term = 0; term < terms; ++term)
     for (int s = 0; s < n; ++s) {
       const auto& sb = from.box[std::size_t(s)];
       extents_t lo, len;
       if (sb.term != term || detail::provider(from, s, me) != s || !detail::intersect(sb, mine, rank, lo, len))
         continue;
-      if (s == me) {
-        detail::copy_region(local.data(), sb, out.data(), mine, lo, len, rank, true);
-        continue;
-      }
-      shard_box piece{lo, len, 0, 1};
-      pack.resize(std::size_t(piece.size(rank)));
-      comm.recv(s, pack, tag, "redistribute");
-      detail::copy_region(pack.data(), piece, out.data(), mine, lo, len, rank, true);
+      needs.push_back({s, lo, len});
     }
+  std::vector<buffer> got;
+  std::vector<incoming> recvs;
+  got.reserve(needs.size());
+  for (const auto& nd : needs)
+    if (nd.source != me) {
+      got.push_back(be.scratch(std::size_t(shard_box{nd.lo, nd.len, 0, 1}.size(rank)), local.type()));
+      recvs.push_back({nd.source, &got.back()});
+    }
+  dp.exchange(sends, recvs, "redistribute");
+  buffer out = be.allocate(std::size_t(mine.size(rank)), local.type());
+  std::size_t k = 0;
+  for (const auto& nd : needs) {
+    if (nd.source == me) be.copy_region(local, from.box[std::size_t(me)], out, mine, nd.lo, nd.len, rank, true);
+    else be.copy_region(got[k++], shard_box{nd.lo, nd.len, 0, 1}, out, mine, nd.lo, nd.len, rank, true);
+  }
   return out;
+}
+
+/// redistribute() over the data plane backend `be` makes on control communicator `comm`.
+inline buffer redistribute(communicator& comm, const placement& from, const buffer& local, const placement& to,
+                           backend& be) {
+  auto dp = be.make_data_plane(comm);
+  return redistribute(*dp, from, local, to, be);
 }
 
 }  // namespace tensoropt::runtime

@@ -16,16 +16,20 @@ class trainer {
  public:
   /// N local devices as threads. Throws invalid_argument when the plan does not
   /// fit the graph or its device count is not the world's.
+  /// `bo` chooses the backend (default: cpu). Each device's executor (and its
+  /// backend) is made on that device's thread.
   trainer(const op_graph& g, training_plan plan, local_world& world, optimizer_options opt = {},
-          std::uint64_t seed = 1234)
+          std::uint64_t seed = 1234, const backend_options& bo = {})
       : world_(&world) {
-    for (int r = 0; r < world.size(); ++r)
-      devices_.push_back(std::make_unique<executor>(g, plan, world.comm(r), opt, seed));
+    devices_.resize(std::size_t(world.size()));
+    world.run([&](communicator& c) {
+      devices_[std::size_t(c.rank())] = std::make_unique<executor>(g, plan, c, opt, seed, bo);
+    });
   }
   /// This process's device of an SPMD run on `comm` (e.g. runtime::mpi_comm).
   trainer(const op_graph& g, training_plan plan, communicator& comm, optimizer_options opt = {},
-          std::uint64_t seed = 1234) {
-    devices_.push_back(std::make_unique<executor>(g, std::move(plan), comm, opt, seed));
+          std::uint64_t seed = 1234, const backend_options& bo = {}) {
+    devices_.push_back(std::make_unique<executor>(g, std::move(plan), comm, opt, seed, bo));
   }
 
   /// One step on the global batch; returns the loss (the same on every device).

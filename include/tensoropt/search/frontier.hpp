@@ -40,7 +40,16 @@ struct trace {
   };
   std::vector<entry> entries;
 
+  /// Tags are 32-bit: a search that needs more back-pointers is too big to solve as
+  /// asked (a clear error instead of wrapped indices).
+  static constexpr std::size_t max_entries = std::size_t(INT32_MAX);
+  constexpr void check_room() const {
+    if (entries.size() >= max_entries)
+      throw invalid_argument("the search needs more than 2^31 back-pointers: the problem is too big to solve "
+                             "exactly; allow an approximation (epsilon > 0) or give fewer configs");
+  }
   constexpr std::int32_t leaf(int node, int config) {
+    check_room();
     entries.push_back({-1 - node, config});
     return std::int32_t(entries.size() - 1);
   }
@@ -48,6 +57,7 @@ struct trace {
   constexpr std::int32_t join(std::int32_t x, std::int32_t y) {
     if (x < 0) return y;
     if (y < 0) return x;
+    check_room();
     entries.push_back({x, y});
     return std::int32_t(entries.size() - 1);
   }

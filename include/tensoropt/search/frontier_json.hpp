@@ -90,7 +90,7 @@ inline std::vector<frontier_entry> frontier_from_json(const nlohmann::json& j) {
   if (!j.is_object()) throw format_error(std::string("frontier: expected a JSON object, got ") + j.type_name());
   const auto& fmt = json_field(j, "format", "");
   if (!fmt.is_string() || fmt.get<std::string>() != "tensoropt-frontier/1")
-    throw format_error("format: expected \"tensoropt-frontier/1\", got " + fmt.dump());
+    throw format_error("format: expected \"tensoropt-frontier/1\", got " + detail::json_echo(fmt));
   const auto& pts = detail::json_array(json_field(j, "points", ""), "points");
   if (pts.empty()) throw format_error("points: the frontier has no points");
   std::vector<frontier_entry> out;
@@ -101,13 +101,13 @@ inline std::vector<frontier_entry> frontier_from_json(const nlohmann::json& j) {
     e.memory = detail::json_bytes(json_field(pts[i], "memory", at), json_path(at, "memory"));
     const auto& k = json_field(pts[i], "micro_batches", at);
     if (!k.is_number_integer() || k.get<std::int64_t>() < 1 || k.get<std::int64_t>() > INT32_MAX)
-      throw format_error(at + ".micro_batches: expected an integer >= 1, got " + k.dump());
+      throw format_error(at + ".micro_batches: expected an integer >= 1, got " + detail::json_echo(k));
     e.micro_batches = int(k.get<std::int64_t>());
     const auto& ch = detail::json_array(json_field(pts[i], "choice", at), json_path(at, "choice"));
     for (std::size_t c = 0; c < ch.size(); ++c) {
       if (!ch[c].is_number_integer() || ch[c].get<std::int64_t>() < 0 || ch[c].get<std::int64_t>() > INT32_MAX)
         throw format_error(at + ".choice[" + std::to_string(c) +
-                           "]: expected a config index (integer >= 0), got " + ch[c].dump());
+                           "]: expected a config index (integer >= 0), got " + detail::json_echo(ch[c]));
       e.choice.push_back(int(ch[c].get<std::int64_t>()));
     }
     const auto& lb = detail::json_array(json_field(pts[i], "labels", at), json_path(at, "labels"));
@@ -129,15 +129,7 @@ inline std::vector<frontier_entry> frontier_from_json(const nlohmann::json& j) {
 
 /// Reads a frontier file's text; see frontier_from_json.
 inline std::vector<frontier_entry> read_frontier_json(std::string_view text) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw format_error("frontier JSON: not valid JSON at byte " + std::to_string(e.byte) + ": " + e.what());
-  } catch (const nlohmann::json::exception& e) {
-    throw format_error(std::string("frontier JSON: ") + e.what());
-  }
-  return frontier_from_json(j);
+  return frontier_from_json(detail::parse_json_text(text, "frontier"));
 }
 
 /// Checks the entries with `micro_batches == k` against problem `p` (the problem of that
@@ -155,11 +147,11 @@ inline void check_frontier(const problem& p, const std::vector<frontier_entry>& 
       if (std::size_t(e.choice[n]) >= p.nodes[n].configs.size())
         throw format_error(at + ".choice[" + std::to_string(n) + "]: config " +
                            std::to_string(e.choice[n]) + " does not exist (node " + std::to_string(n) +
-                           " '" + p.nodes[n].name + "' has " + std::to_string(p.nodes[n].configs.size()) + ")");
+                           " '" + detail::cut_short(p.nodes[n].name) + "' has " + std::to_string(p.nodes[n].configs.size()) + ")");
       if (e.labels[n] != p.nodes[n].configs[std::size_t(e.choice[n])].label)
-        throw format_error(at + ".labels[" + std::to_string(n) + "]: '" + e.labels[n] +
+        throw format_error(at + ".labels[" + std::to_string(n) + "]: '" + detail::cut_short(e.labels[n]) +
                            "' is not the label of config " + std::to_string(e.choice[n]) + " ('" +
-                           p.nodes[n].configs[std::size_t(e.choice[n])].label + "')");
+                           detail::cut_short(p.nodes[n].configs[std::size_t(e.choice[n])].label) + "')");
     }
     const auto c = cost_of(p, e.choice);
     if (c.time != e.time || c.memory != e.memory)

@@ -1,4 +1,4 @@
-// The search problem of DESIGN.md section 6: nodes with per-config (time, memory),
+// The search problem: nodes with per-config (time, memory),
 // edges with per-config-pair (time, memory). A strategy picks one config per node;
 // its cost is memory_offset plus the sums over nodes and edges.
 //
@@ -7,6 +7,7 @@
 // agree bit for bit whatever the order of summation.
 #pragma once
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 #include "../core/error.hpp"
@@ -15,6 +16,27 @@ namespace tensoropt {
 
 using cost_t = std::int64_t;                  ///< picoseconds or bytes
 inline constexpr double ps_per_second = 1e12;
+
+/// The largest total a problem's costs may reach: 2^62 (4 EiB of memory, or 4.6e6 s =
+/// 53 days of time). `validate` refuses a problem whose largest strategy (memory_offset
+/// plus every node's largest config plus every edge's largest cell) could exceed it, so
+/// every sum the search forms, and the sum of two of them, fits in int64 exactly.
+inline constexpr cost_t max_problem_cost = cost_t(1) << 62;
+
+namespace detail {
+/// `x` (a count of bytes or picoseconds held in a double, e.g. a budget from the command
+/// line) as a cost_t; throws invalid_argument naming `what` when it is NaN, negative or
+/// above max_problem_cost, instead of the undefined conversion.
+inline cost_t checked_cost(double x, const std::string& what) {
+  char v[32];
+  std::snprintf(v, sizeof v, "%.6g", x);
+  if (!(x >= 0)) throw invalid_argument(what + " must be >= 0, got " + v);
+  if (!(x <= double(max_problem_cost)))
+    throw invalid_argument(what + " is too large: " + v + " exceeds the limit of 2^62 = " +
+                           std::to_string(max_problem_cost));
+  return cost_t(x);
+}
+}  // namespace detail
 
 struct problem_config {
   std::string label;      ///< human-readable, e.g. "b2 n4 | rc"

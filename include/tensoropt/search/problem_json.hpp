@@ -17,82 +17,10 @@
 #include <nlohmann/json.hpp>
 #include "../core/error.hpp"
 #include "problem.hpp"
+#include "json_read.hpp"
 #include "validate.hpp"
 
 namespace tensoropt {
-namespace detail {
-
-inline constexpr double max_json_seconds = double(std::int64_t(1) << 51) / ps_per_second;
-
-inline const nlohmann::json& json_field(const nlohmann::json& obj, const char* key,
-                                        const std::string& at) {
-  if (!obj.is_object()) throw format_error(at + ": expected an object, got " + obj.type_name());
-  auto it = obj.find(key);
-  if (it == obj.end())
-    throw format_error((at.empty() ? std::string() : at + ".") + key + ": missing field");
-  return *it;
-}
-
-inline std::string json_path(const std::string& at, const char* key) {
-  return at.empty() ? std::string(key) : at + "." + key;
-}
-
-inline cost_t json_seconds(const nlohmann::json& v, const std::string& at) {
-  if (!v.is_number()) throw format_error(at + ": expected a number of seconds, got " + v.type_name());
-  const double s = v.get<double>();
-  if (!std::isfinite(s)) throw format_error(at + ": must be finite, got " + v.dump());
-  if (s < 0) throw format_error(at + ": must be >= 0 seconds, got " + v.dump());
-  if (s > max_json_seconds)
-    throw format_error(at + ": " + v.dump() + " s is too large (at most " +
-                       std::to_string(max_json_seconds) + " s)");
-  return cost_t(std::llround(s * ps_per_second));
-}
-
-inline cost_t json_bytes(const nlohmann::json& v, const std::string& at) {
-  if (v.is_number_unsigned()) {
-    const auto b = v.get<std::uint64_t>();
-    if (b > std::uint64_t(INT64_MAX)) throw format_error(at + ": " + v.dump() + " bytes is too large");
-    return cost_t(b);
-  }
-  if (v.is_number_integer()) {
-    const auto b = v.get<std::int64_t>();
-    if (b < 0) throw format_error(at + ": must be >= 0 bytes, got " + v.dump());
-    return b;
-  }
-  if (v.is_number_float()) {
-    const double d = v.get<double>();
-    if (!std::isfinite(d)) throw format_error(at + ": must be finite, got " + v.dump());
-    if (d < 0) throw format_error(at + ": must be >= 0 bytes, got " + v.dump());
-    if (d != std::floor(d)) throw format_error(at + ": must be a whole number of bytes, got " + v.dump());
-    if (d >= 9.2e18) throw format_error(at + ": " + v.dump() + " bytes is too large");
-    return cost_t(d);
-  }
-  throw format_error(at + ": expected a number of bytes, got " + std::string(v.type_name()));
-}
-
-inline const nlohmann::json& json_array(const nlohmann::json& v, const std::string& at) {
-  if (!v.is_array()) throw format_error(at + ": expected an array, got " + v.type_name());
-  return v;
-}
-
-inline std::string json_string(const nlohmann::json& v, const std::string& at) {
-  if (!v.is_string()) throw format_error(at + ": expected a string, got " + v.type_name());
-  return v.get<std::string>();
-}
-
-inline int json_node_index(const nlohmann::json& v, const std::string& at, std::size_t nodes) {
-  if (!v.is_number_integer())
-    throw format_error(at + ": expected a node index (integer), got " + v.dump());
-  const auto i = v.get<std::int64_t>();
-  if (i < 0 || std::size_t(i) >= nodes)
-    throw format_error(at + ": node " + v.dump() + " does not exist (there are " +
-                       std::to_string(nodes) + " nodes, 0-based)");
-  return int(i);
-}
-
-inline double seconds_of(cost_t ps) { return double(ps) / ps_per_second; }
-
-}  // namespace detail
 
 /// The problem as a JSON value in the "tensoropt-problem/1" format.
 inline nlohmann::ordered_json problem_to_json(const problem& p) {
@@ -155,7 +83,7 @@ inline problem problem_from_json(const nlohmann::json& j) {
   if (!j.is_object()) throw format_error(std::string("problem: expected a JSON object, got ") + j.type_name());
   const auto& fmt = json_field(j, "format", "");
   if (!fmt.is_string() || fmt.get<std::string>() != "tensoropt-problem/1")
-    throw format_error("format: expected \"tensoropt-problem/1\", got " + fmt.dump());
+    throw format_error("format: expected \"tensoropt-problem/1\", got " + detail::json_echo(fmt));
   problem p;
   p.memory_offset = detail::json_bytes(json_field(j, "memory_offset", ""), "memory_offset");
   const auto& nodes = detail::json_array(json_field(j, "nodes", ""), "nodes");
@@ -166,7 +94,7 @@ inline problem problem_from_json(const nlohmann::json& j) {
     n.name = detail::json_string(json_field(nodes[i], "name", at), json_path(at, "name"));
     const auto& cfgs = detail::json_array(json_field(nodes[i], "configs", at), json_path(at, "configs"));
     if (cfgs.empty())
-      throw format_error(at + ".configs: node " + std::to_string(i) + " '" + n.name +
+      throw format_error(at + ".configs: node " + std::to_string(i) + " '" + detail::cut_short(n.name) +
                          "' has no configs; every node needs at least one");
     for (std::size_t c = 0; c < cfgs.size(); ++c) {
       const std::string cat = at + ".configs[" + std::to_string(c) + "]";
@@ -180,7 +108,7 @@ inline problem problem_from_json(const nlohmann::json& j) {
   }
   const auto& edges = detail::json_array(json_field(j, "edges", ""), "edges");
   auto node_ref = [&](int i) {
-    return "node " + std::to_string(i) + " '" + p.nodes[std::size_t(i)].name + "'";
+    return "node " + std::to_string(i) + " '" + detail::cut_short(p.nodes[std::size_t(i)].name) + "'";
   };
   for (std::size_t k = 0; k < edges.size(); ++k) {
     const std::string at = "edges[" + std::to_string(k) + "]";
@@ -217,17 +145,10 @@ inline problem problem_from_json(const nlohmann::json& j) {
 }
 
 /// Reads a problem file's text; throws format_error on malformed JSON (with the byte
-/// position) or any check of `problem_from_json`.
+/// position), NUL bytes, nesting deeper than max_json_depth, or any check of
+/// `problem_from_json`.
 inline problem read_problem_json(std::string_view text) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw format_error("problem JSON: not valid JSON at byte " + std::to_string(e.byte) + ": " + e.what());
-  } catch (const nlohmann::json::exception& e) {
-    throw format_error(std::string("problem JSON: ") + e.what());
-  }
-  return problem_from_json(j);
+  return problem_from_json(detail::parse_json_text(text, "problem"));
 }
 
 }  // namespace tensoropt

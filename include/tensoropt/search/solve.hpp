@@ -5,8 +5,8 @@
 // over this factor graph with frontiers in place of numbers: eliminating node v joins
 // every factor that mentions v into one new factor over v's neighbours, whose cell for
 // each assignment of the neighbours is  | over cv of (+) of the joined factors' cells.
-// Edge directions play no part. This single rule is the graph reductions of DESIGN.md
-// section 6:
+// Edge directions play no part. This single rule is the graph reductions of OptCNN
+// (node and edge elimination), lifted from scalars to frontiers:
 //   - a leaf (one neighbour u) folds into u:      F'(cu) = F(cu) (+) |cv [F(cu,cv) (+) F(cv)];
 //   - a node with two neighbours u, w folds into an edge u-w:
 //                                  F(cu,cw) = |cv [F(cu,cv) (+) F(cv) (+) F(cv,cw)];
@@ -61,10 +61,12 @@
 #pragma once
 #include <algorithm>
 #include <bit>
+#include <functional>
 #include <limits>
 #include <cstddef>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 #include "frontier.hpp"
 #include "problem.hpp"
@@ -297,6 +299,7 @@ class eliminator {
   trace trace_;
   std::vector<factor> factors_;
   std::vector<std::vector<std::size_t>> of_var_;  // factor ids per variable (may be dead)
+  std::vector<std::vector<std::size_t>> incident_;  // edge indices per node, ascending
   std::vector<std::vector<std::vector<int>>> group_;  // original configs per layout-config
   std::vector<std::size_t> dom_;
 
@@ -308,7 +311,8 @@ class eliminator {
 
   // Signature comparison of two configs of node v over all incident edges.
   constexpr int compare_configs(std::size_t v, int a, int b) const {
-    for (auto& e : p_.edges) {
+    for (std::size_t k : incident_[v]) {
+      const auto& e = p_.edges[k];
       if (std::size_t(e.from) == v) {
         const std::size_t m = p_.nodes[std::size_t(e.to)].configs.size();
         for (std::size_t j = 0; j < m; ++j) {
@@ -332,6 +336,11 @@ class eliminator {
 
   constexpr void build() {
     const std::size_t n = p_.nodes.size();
+    incident_.assign(n, {});
+    for (std::size_t k = 0; k < p_.edges.size(); ++k) {
+      incident_[std::size_t(p_.edges[k].from)].push_back(k);
+      incident_[std::size_t(p_.edges[k].to)].push_back(k);
+    }
     of_var_.assign(n, {});
     group_.assign(n, {});
     dom_.assign(n, 0);
@@ -459,10 +468,18 @@ class eliminator {
     };
     std::vector<sym> fs;
     std::vector<std::vector<std::size_t>> of(n);
+    std::vector<std::size_t> live(n, 0);  // live factors per node
     for (const auto& f : factors_) {
-      for (int u : f.scope) of[std::size_t(u)].push_back(fs.size());
+      for (int u : f.scope) {
+        of[std::size_t(u)].push_back(fs.size());
+        ++live[std::size_t(u)];
+      }
       fs.push_back({f.scope, f.scope.size() == 1 ? 1.0 : 0.0, 0, true});
     }
+    // A node in more than `crowded` live factors (the hub of a fan) is scored by that
+    // count alone, which is at least its scope's size: re-scoring it exactly after each
+    // neighbour's elimination made fans quadratic. Model graphs never reach it.
+    constexpr std::size_t crowded = 64;
     auto estimate = [&](std::size_t v, std::vector<int>& scope, std::vector<std::size_t>& ids) {
       ids.clear();
       scope.clear();
@@ -503,16 +520,29 @@ class eliminator {
     order_.clear();
     prune_.clear();
     std::size_t most = 0;
+    // The node of least score, ties to the lowest index: a min-heap of (score, node) with
+    // stale entries (an older score, or a node done) skipped; linear scans made the plan
+    // quadratic in the node count.
+    using entry = std::pair<double, std::size_t>;
+    std::vector<entry> heap;
+    for (std::size_t u = 0; u < n; ++u)
+      if (!done[u]) heap.push_back({score[u], u});
+    std::make_heap(heap.begin(), heap.end(), std::greater<entry>{});
     for (std::size_t step = 0; step < steps; ++step) {
       std::size_t v = n;
-      for (std::size_t u = 0; u < n; ++u)
-        if (!done[u] && (v == n || score[u] < score[v])) v = u;
+      while (v == n) {
+        std::pop_heap(heap.begin(), heap.end(), std::greater<entry>{});
+        const entry top = heap.back();
+        heap.pop_back();
+        if (!done[top.second] && top.first == score[top.second]) v = top.second;
+      }
       done[v] = true;
       estimate(v, scope, ids);
       const bool pruned = true;
       sym g{scope, 0.0, 0, true};
       for (std::size_t id : ids) {
         fs[id].alive = false;
+        for (int u : fs[id].scope) --live[std::size_t(u)];
         g.weight += fs[id].weight;
         g.depth = std::max(g.depth, fs[id].depth);
       }
@@ -521,10 +551,18 @@ class eliminator {
       order_.push_back(int(v));
       prune_.push_back(pruned);
       const std::vector<int> touched = scope;
-      for (int u : touched) of[std::size_t(u)].push_back(fs.size());
+      for (int u : touched) {
+        of[std::size_t(u)].push_back(fs.size());
+        ++live[std::size_t(u)];
+      }
       fs.push_back(std::move(g));
       for (int u : touched)
-        if (!done[std::size_t(u)]) score[std::size_t(u)] = estimate(std::size_t(u), scope, ids);
+        if (!done[std::size_t(u)]) {
+          score[std::size_t(u)] = live[std::size_t(u)] > crowded ? double(live[std::size_t(u)]) * 1e200
+                                                                  : estimate(std::size_t(u), scope, ids);
+          heap.push_back({score[std::size_t(u)], std::size_t(u)});
+          std::push_heap(heap.begin(), heap.end(), std::greater<entry>{});
+        }
     }
     return most;
   }
@@ -767,6 +805,18 @@ constexpr frontier_result solve(const problem& p, const solve_options& o, Progre
   }
   detail::require(o.epsilon >= 0, "solve: epsilon must be >= 0 (0 means exact)");
   detail::require(o.width_limit >= 1, "solve: width_limit must be at least 1");
+  // One config per node: one strategy, costed in linear time.
+  if (std::all_of(p.nodes.begin(), p.nodes.end(), [](const problem_node& n) { return n.configs.size() == 1; })) {
+    frontier_result r;
+    r.epsilon = o.epsilon;
+    frontier_point q{0, 0, std::vector<int>(p.nodes.size(), 0)};
+    const auto c = cost_of(p, q.choice);
+    q.time = c.time;
+    q.memory = c.memory;
+    if (q.memory <= o.memory_limit) r.points.push_back(std::move(q));
+    progress(search_progress{p.nodes.size(), p.nodes.size(), 1, r.points.size()});
+    return r;
+  }
   detail::eliminator e(p, o);
   return e.run(progress);
 }

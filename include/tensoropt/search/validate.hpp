@@ -1,6 +1,7 @@
 // Checks that an in-memory search problem is well formed (sizes, costs, edges, no cycles).
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 #include "../core/error.hpp"
@@ -10,7 +11,42 @@ namespace tensoropt {
 namespace detail {
 
 inline std::string node_ref(const problem& p, std::size_t i) {
-  return "node " + std::to_string(i) + " '" + p.nodes[i].name + "'";
+  return "node " + std::to_string(i) + " '" + cut_short(p.nodes[i].name) + "'";
+}
+
+/// Throws E unless the largest strategy's time and memory (memory_offset, plus every
+/// node's largest config, plus every edge's largest cell) stay within max_problem_cost.
+/// Costs are >= 0 here (checked first), so no partial sum the search forms is larger.
+template <class E>
+void check_cost_bounds(const problem& p) {
+  cost_t t = 0, m = p.memory_offset;
+  auto add = [](cost_t& acc, cost_t v) { acc = v > max_problem_cost - acc ? max_problem_cost + 1 : acc + v; };
+  auto max_of = [](const std::vector<cost_t>& v) {
+    cost_t r = 0;
+    for (cost_t x : v) r = x > r ? x : r;
+    return r;
+  };
+  for (const auto& n : p.nodes) {
+    cost_t nt = 0, nm = 0;
+    for (const auto& c : n.configs) {
+      nt = c.time > nt ? c.time : nt;
+      nm = c.memory > nm ? c.memory : nm;
+    }
+    add(t, nt);
+    add(m, nm);
+  }
+  for (const auto& e : p.edges) {
+    add(t, max_of(e.time));
+    add(m, max_of(e.memory));
+  }
+  const std::string how = " (memory_offset + the largest config of every node + the largest cell of every "
+                          "edge) exceeds 2^62 = " + std::to_string(max_problem_cost);
+  if (m > max_problem_cost)
+    throw E("memory: the largest strategy's memory" + how +
+            " bytes, beyond what the search adds exactly; the costs are wrong or need a larger unit");
+  if (t > max_problem_cost)
+    throw E("time: the largest strategy's time" + how +
+            " ps (53 days), beyond what the search adds exactly; the costs are wrong or need a larger unit");
 }
 
 /// Throws E naming the first problem found; the checks `validate` documents.
@@ -19,6 +55,11 @@ void check_problem(const problem& p) {
   if (p.memory_offset < 0)
     throw E("memory_offset: must be >= 0 bytes, got " + std::to_string(p.memory_offset));
   if (p.nodes.empty()) throw E("nodes: the problem has no nodes; add at least one");
+  std::size_t configs = 0;
+  for (const auto& n : p.nodes) configs += n.configs.size();
+  if (configs >= std::size_t(INT32_MAX))
+    throw E("nodes: the problem has " + std::to_string(configs) + " configs in all, too big: nodes and "
+            "configs are indexed with 32 bits (at most 2^31 - 2 configs)");
   for (std::size_t i = 0; i < p.nodes.size(); ++i) {
     const auto& n = p.nodes[i];
     const std::string at = "nodes[" + std::to_string(i) + "]";
@@ -61,6 +102,7 @@ void check_problem(const problem& p) {
     out[std::size_t(e.from)].push_back(e.to);
     ++indeg[std::size_t(e.to)];
   }
+  check_cost_bounds<E>(p);
   std::vector<int> ready;
   for (std::size_t i = 0; i < n; ++i)
     if (indeg[i] == 0) ready.push_back(int(i));
@@ -83,8 +125,8 @@ void check_problem(const problem& p) {
 }  // namespace detail
 
 /// Checks `p`: at least one node, every node has configs, costs and memory_offset are
-/// >= 0, edges join existing distinct nodes with matrices of rows x cols values, and the
-/// graph is acyclic. Throws invalid_argument naming the field and position.
+/// >= 0, edges join existing distinct nodes with matrices of rows x cols values, the
+/// largest strategy's costs stay within max_problem_cost, and the graph is acyclic. Throws invalid_argument naming the field and position.
 inline void validate(const problem& p) { detail::check_problem<invalid_argument>(p); }
 
 }  // namespace tensoropt

@@ -1,0 +1,126 @@
+// gpu_bench: trains a GPT layer stack on one GPU through the CUDA backend and
+// prints tokens/s, model FLOPs utilization and predicted vs measured step time and
+// peak memory. Not a test: figures, with the machine named in the output.
+//
+//   gpu_bench [--precision bf16-mixed|fp32] [--steps N] [--layers L] [--batch B] [--json FILE]
+//
+// Model: 8 layers, hidden 2048, 16 heads, seq 2048, vocab 50304, micro-batch 8 (no
+// dropout, as the PyTorch reference bench/gpt_torch.py). Model FLOPs per token =
+// 6 N + 12 L h s (N parameters, L layers, h hidden, s sequence: the matmuls of the
+// forward and backward, and the attention scores and values; no recomputation);
+// MFU = FLOPs per token x tokens/s / 989 TFLOP/s (H100/H200 dense bf16).
+// Predicted figures: the planner's fastest plan on one h200-141gb (cost/device.hpp
+// preset) in the chosen precision; the run uses that plan.
+#include <tensoropt/models/gpt.hpp>
+#include <tensoropt/plan/planner.hpp>
+#include <tensoropt/runtime/trainer.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace to = tensoropt;
+namespace rt = tensoropt::runtime;
+
+namespace {
+constexpr double peak_flops = 989e12;
+
+template <class Model>
+int run(const rt::backend_options& bo, int steps, const std::string& json) {
+  constexpr auto c = Model::config;
+  const auto g = to::lower<Model>();
+  double params = 0;
+  for (auto& t : g.tensors)
+    if (t.parameter) params += double(t.size());
+  const double tokens = double(c.batch * c.seq);
+  const double flops_per_token = 6 * params + 12.0 * double(c.layers * c.hidden * c.seq);
+
+  to::planner_options po;
+  po.baselines = false;
+  po.micro_batches = {1};
+  po.build.prec = bo.prec;
+  const auto cl = to::cluster::single_node(1).gpu(to::gpus::h200_141gb);
+  const auto pf = to::plan_frontier(g, cl, po);
+  if (pf.points.empty()) {
+    std::fprintf(stderr, "gpu_bench: the planner found no plan\n");
+    return 2;
+  }
+  const std::size_t chosen = pf.points.size() - 1;  // the fastest
+  const auto& pt = pf.points[chosen];
+  rt::training_plan plan{pf.op_configs(chosen), pt.micro_batches, cl.mesh};
+
+  rt::local_world world(1, std::chrono::seconds(120));
+  rt::optimizer_options adam;
+  adam.type = rt::optimizer_options::kind::adam;
+  adam.lr = 1e-4f;
+  rt::trainer tr(g, plan, world, adam, 1234, bo);
+  std::mt19937 rng(7);
+  rt::batch b(2, std::vector<float>(std::size_t(c.batch * c.seq)));
+  for (auto& v : b)
+    for (auto& x : v) x = float(rng() % std::uint32_t(c.vocab));
+  std::vector<double> dt;
+  float loss = 0;
+  for (int s = 0; s < steps + 2; ++s) {  // two warm-up steps (pool growth, cuBLASLt plans)
+    const auto t0 = std::chrono::steady_clock::now();
+    loss = tr.step(b);
+    if (s >= 2) dt.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(dt.begin(), dt.end());
+  const double step = dt[dt.size() / 2], tps = tokens / step, mfu = flops_per_token * tps / peak_flops;
+  const auto mem = tr.device(0).device_backend().memory_report();
+  const double pred = double(pt.time) / 1e12;
+  std::printf("gpu_bench: GPT %lld layers, hidden %lld, %lld heads, seq %lld, vocab %lld, micro-batch %lld, %s\n",
+              (long long)c.layers, (long long)c.hidden, (long long)c.heads, (long long)c.seq, (long long)c.vocab,
+              (long long)c.batch, std::string(bo.prec.name).c_str());
+  std::printf("  parameters N = %.1f M; model FLOPs per token = 6N + 12 L h s = %.3f GFLOP\n", params / 1e6,
+              flops_per_token / 1e9);
+  std::printf("  step %.2f ms (median of %d), %.0f tokens/s, MFU %.1f %% of 989 TFLOP/s; loss %.4f\n", 1e3 * step,
+              steps, tps, 100 * mfu, double(loss));
+  std::printf("  predicted step %.2f ms (h200-141gb preset): measured / predicted = %.2f\n", 1e3 * pred, step / pred);
+  std::printf("  memory: predicted %.0f MiB; requested peak %.0f MiB (%+.1f %%); pool high-water %.0f MiB; "
+              "fixed reserve %.0f MiB\n",
+              double(pt.memory) / 1048576, double(mem.requested_peak) / 1048576,
+              100 * (double(mem.requested_peak) / double(pt.memory) - 1), double(mem.pool_peak) / 1048576,
+              double(mem.reserve) / 1048576);
+  if (!json.empty()) {
+    std::ofstream o(json);
+    o << "{\"precision\": \"" << bo.prec.name << "\", \"step_s\": " << step << ", \"tokens_per_s\": " << tps
+      << ", \"mfu\": " << mfu << ", \"predicted_step_s\": " << pred << ", \"predicted_bytes\": " << double(pt.memory)
+      << ", \"requested_peak_bytes\": " << mem.requested_peak << ", \"pool_peak_bytes\": " << mem.pool_peak
+      << ", \"reserve_bytes\": " << mem.reserve << ", \"flops_per_token\": " << flops_per_token << "}\n";
+  }
+  return 0;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  rt::backend_options bo{.kind = "cuda", .prec = to::precisions::bf16_mixed};
+  int steps = 10, layers = 8;
+  std::string json;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      auto value = [&]() -> std::string {
+        if (i + 1 >= argc) throw to::invalid_argument(a + " needs a value");
+        return argv[++i];
+      };
+      if (a == "--precision") bo.prec = to::parse_precision(value());
+      else if (a == "--steps") steps = std::max(1, std::stoi(value()));
+      else if (a == "--layers") layers = std::stoi(value());
+      else if (a == "--json") json = value();
+      else throw to::invalid_argument("unknown option '" + a + "'; use --precision P, --steps N, --layers 8|2, --json FILE");
+    }
+    if (layers == 2)  // a quick size for smoke runs
+      return run<to::models::gpt<{.layers = 2, .hidden = 2048, .heads = 16, .seq = 2048, .vocab = 50304, .batch = 8,
+                                  .dropout = 0.0}>>(bo, steps, json);
+    if (layers != 8) throw to::invalid_argument("--layers must be 8 (the bench) or 2 (a smoke run)");
+    return run<to::models::gpt<{.layers = 8, .hidden = 2048, .heads = 16, .seq = 2048, .vocab = 50304, .batch = 8,
+                                .dropout = 0.0}>>(bo, steps, json);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gpu_bench: %s\n", e.what());
+    return 1;
+  }
+}
