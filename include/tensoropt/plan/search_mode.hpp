@@ -103,6 +103,7 @@ struct restriction_check {
   std::size_t weights = 0, compared = 0;  ///< weights tried, and compared (optimum fits the limit)
   double gap = 0;                          ///< largest (restricted - optimum) / optimum at a weight
   std::string describe() const {
+    if (weights == 0) return "no point to check";
     char b[160];
     std::snprintf(b, sizeof b, "checked at %zu of %zu weighted-sum optima of the unrestricted problem: %s", compared,
                   weights, gap == 0 ? "equal at every one" : "");

@@ -349,7 +349,7 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
   std::vector<pick> picks;
   std::vector<std::vector<detail::power_node>> powers(nb);
   std::vector<int> power_root(nb, -1);
-  std::vector<std::vector<detail::candidate>> a_of(nb), z_of(nb), t_of(nb);
+  std::vector<std::vector<detail::candidate>> a_of(nb), z_of(nb), t_of(nb), az_of(nb);
   const std::size_t mo_a = fa.dims[0], mo_t = ft.dims[1];
   for (std::size_t b = 0; b < nb; ++b) {
     frontier ab, tb;
@@ -400,7 +400,7 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
   // point p of layout b's composition, a real point q with q.memory <= p.memory and
   // q.time <= c p.time, c = (1 + dc)^(depth + 2). Layouts are then taken in order of their
   // coarse least time; b is skipped when every q / c (time) of its coarse frontier is
-  // dominated by a coarse point of a layout already kept, whose fine result covers that
+  // dominated by a coarse point of a layout already kept (or costs exactly as one), whose fine result covers that
   // point as it covers its own exact points. Deterministic: the order and the bounds
   // depend only on the problem.
   const double dc = std::max(delta, 0.002);
@@ -420,7 +420,19 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
                    [&](std::size_t x, std::size_t y) { return coarse[x].back().time < coarse[y].back().time; });
   std::vector<detail::candidate> kept;  // staircase of the coarse points of kept layouts
   std::size_t skipped = 0;
+  auto same_costs = [](const std::vector<detail::candidate>& x, const std::vector<detail::candidate>& y) {
+    if (x.size() != y.size()) return false;
+    for (std::size_t i = 0; i < x.size(); ++i)
+      if (x[i].time != y[i].time || x[i].memory != y[i].memory) return false;
+    return true;
+  };
+  std::vector<std::size_t> kept_layouts;
   for (std::size_t b : order) {
+    // a layout whose three parts cost exactly as a kept one's adds only equal points
+    bool twin = false;
+    for (std::size_t k : kept_layouts)
+      twin = twin || (same_costs(a_of[b], a_of[k]) && same_costs(t_of[b], t_of[k]) && same_costs(z_of[b], z_of[k]));
+    if (twin) { ++skipped; continue; }
     bool dominated = true;
     for (auto& q : coarse[b]) {
       auto it = std::upper_bound(kept.begin(), kept.end(), q.memory,
@@ -428,13 +440,14 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
       if (it == kept.begin() || double(std::prev(it)->time) * c_bound > double(q.time)) { dominated = false; break; }
     }
     if (dominated) { ++skipped; continue; }
+    kept_layouts.push_back(b);
     auto merged = kept;
     merged.insert(merged.end(), coarse[b].begin(), coarse[b].end());
     detail::pareto_filter(merged);
     kept.swap(merged);
     std::vector<detail::candidate> az;
     const auto apz = compose(b, delta, powers[b], power_root[b], az);
-    a_of[b].swap(az);  // a_of[b] now holds A (+) Z with provenance
+    az_of[b].swap(az);
     for (auto& x : apz) {
       all.push_back({x.time, x.memory, std::int32_t(picks.size()), -1});
       picks.push_back({b, std::size_t(x.ta), std::size_t(x.tb), 0});
@@ -464,7 +477,7 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
       for (std::size_t i = 0; i < remap.size(); ++i)
         if (remap[i] >= 0) fp.choice[std::size_t(target.empty() ? remap[i] : target[i])] = sub[i];
     };
-    const auto& az = a_of[pk.b][pk.ia];  // (index into A, index into Z)
+    const auto& az = az_of[pk.b][pk.ia];  // (index into A, index into Z)
     put(fa, ra, fa_tag[pk.b][std::size_t(az.ta)], {});
     put(fz, rz, fz_tag[pk.b][std::size_t(az.tb)], {});
     // walk the powering tree: (node, point, first middle instance)
