@@ -26,6 +26,9 @@
 //
 // Memory. Back-pointers no live point can reach are compacted away as the search goes
 // (`compact_after`); `memory_limit` drops partial strategies above a device's capacity.
+// `max_bytes` bounds what the search itself holds (factor tables and back-pointers): past
+// it the search stops with runtime_error naming the sizes it reached and the limit, before
+// the allocator would throw std::bad_alloc (also caught and reported the same way).
 //
 // Grouped configs. Configs of a node whose edge rows and columns are all identical (they
 // differ only in switches such as recompute or optimizer sharding) are grouped into one
