@@ -73,7 +73,11 @@ int main(int argc, char** argv) {
       else if (!item.empty()) {
         bool known = false;
         for (const auto& m : to::models::list()) known = known || item == m.name;
-        if (!known) throw to::invalid_argument("--only: unknown workload '" + item + "'; --list-models of tensoropt-plan names them");
+        if (!known) {
+          std::string names;
+          for (const auto& m : to::models::list()) names += (names.empty() ? "" : ", ") + std::string(m.name);
+          throw to::invalid_argument("--only: unknown workload '" + item + "'; valid workloads: " + names);
+        }
         only.push_back(item);
         item.clear();
       }
