@@ -182,6 +182,8 @@ to::planner_options make_options(const to::plan_cli& c, const to::cluster& cl) {
   o.build.prec = to::parse_precision(c.precision);
   if (c.micro_batches) o.micro_batches = {to::index_t(*c.micro_batches)};
   o.solve.epsilon = c.epsilon;
+  o.mode = to::parse_search_mode(c.mode);
+  if (c.threads) o.threads = std::size_t(*c.threads);
   o.baselines = !c.no_baselines;
   if (!c.quiet) o.progress = [](const std::string& s) { std::fprintf(stderr, "  %s\n", s.c_str()); };
   return o;
@@ -289,7 +291,9 @@ int run(int argc, char** argv) {
   std::printf("frontier: %zu Pareto-optimal plans that fit %s, over %zu micro-batch count%s, in %.2f s%s\n\n",
               pf.points.size(), to::format_bytes(cl.gpu_spec.capacity).c_str(), pf.parts.size(),
               pf.parts.size() == 1 ? "" : "s", pf.search_seconds,
-              pf.exact ? " (exact)" : " (approximate)");
+              pf.exact ? " (exact)" : pf.restricted ? " (fast mode)" : " (approximate)");
+  for (const auto& n : pf.mode_notes) std::printf("search: %s\n", n.c_str());
+  if (!pf.mode_notes.empty()) std::printf("\n");
   if (pf.points.empty())
     throw to::infeasible("no plan of " + std::string(m.name) + " fits " + to::format_bytes(cl.gpu_spec.capacity) +
                          " per device on " + cl.describe() + "; add devices or micro-batches (--batch smaller)");

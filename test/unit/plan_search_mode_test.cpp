@@ -22,11 +22,16 @@ to::cluster zoo_cluster(const to::models::model_info& m, to::index_t devices) {
 }
 }  // namespace
 
-TEST_CASE("fast mode against exact on zoo models where exact finishes: same frontier, every point re-costs") {
-  struct workload { const char* model; to::index_t devices, k; };
-  const workload ws[] = {{"gpt3-125m", 2, 64}, {"gpt3-1.3b", 4, 16}, {"moe-380m", 2, 32}, {"bert-large", 4, 32}};
+TEST_CASE("fast mode against exact on zoo models where exact finishes") {
+  // equal: measured, the exact frontiers of these GPT models keep one residual layout
+  // through the stack; on bert-large (k = 32) 4,143 of 7,996 exact points change layout and
+  // fast mode is at most 0.09 % slower at any memory.
+  struct workload { const char* model; to::index_t devices, k; bool equal; };
+  const workload ws[] = {{"gpt3-125m", 2, 64, true}, {"gpt3-1.3b", 4, 16, true}, {"moe-380m", 2, 32, true},
+                         {"bert-large", 4, 32, false}};
   for (const auto& w : ws) {
-    CAPTURE(w.model);
+    const std::string name = w.model;
+    CAPTURE(name);
     const auto& m = to::models::find(w.model);
     const auto cl = zoo_cluster(m, w.devices);
     to::build_options bo;
@@ -40,16 +45,42 @@ TEST_CASE("fast mode against exact on zoo models where exact finishes: same fron
     const auto exact = to::solve(b.prob, so);
     REQUIRE(!exact.points.empty());
     CHECK(fast.restricted);
+    // every fast point is a real strategy, so it lies on or behind the exact frontier
     for (auto& q : fast.points) {
       const auto c = to::cost_of(b.prob, q.choice);
       CHECK(c.time == q.time);
       CHECK(c.memory == q.memory);
+      bool behind = false;
+      for (auto& e : exact.points) behind = behind || (e.memory <= q.memory && e.time <= q.time);
+      CHECK(behind);
     }
-    // measured: the exact frontiers of these models keep one residual layout through the stack
-    CHECK(costs(fast) == costs(exact));
+    // the restriction as stated: every exact point whose strategy keeps one layout at the
+    // boundaries between identical layers is found (or beaten) by fast mode
+    const auto sp = to::detail::split_repeated(b.prob, mc.block);
+    std::size_t one_layout = 0;
+    double worst = 0;
+    for (auto& e : exact.points) {
+      const auto& inst = mc.block.instances;
+      const int g0 = sp.group[std::size_t(e.choice[std::size_t(inst[0][std::size_t(sp.boundary)])])];
+      bool one = true;
+      for (std::size_t l = 1; l + 1 < inst.size(); ++l)
+        one = one && sp.group[std::size_t(e.choice[std::size_t(inst[l][std::size_t(sp.boundary)])])] == g0;
+      const to::frontier_point* best = nullptr;
+      for (auto& q : fast.points)
+        if (q.memory <= e.memory) best = &q;
+      REQUIRE(best);
+      worst = std::max(worst, double(best->time) / double(e.time) - 1);
+      if (!one) continue;
+      ++one_layout;
+      CHECK(best->time <= e.time);
+    }
+    CHECK(one_layout > 0);
+    if (w.equal) CHECK(costs(fast) == costs(exact));
+    MESSAGE(name, ": ", fast.points.size(), " fast points, ", exact.points.size(), " exact (", one_layout,
+            " with one layout); fast at most ", 100 * worst, " % slower");
     const auto check = to::check_restriction(b.prob, fast, so.memory_limit);
     CHECK(check.compared >= 1);
-    CHECK(check.gap == 0);
+    if (w.equal) CHECK(check.gap == 0);
   }
 }
 

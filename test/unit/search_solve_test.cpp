@@ -331,3 +331,19 @@ TEST_CASE("repeated identical blocks: eliminations are replayed, and the frontie
   }
   CHECK(replays > 0);
 }
+
+TEST_CASE("a search past its memory limit stops with the sizes it reached, not bad_alloc") {
+  std::mt19937_64 rng(31);
+  const auto p = random_problem(rng, shape_kind::chain, 40, 8, true);
+  CHECK_THROWS_WITH_AS(to::solve(p, {.max_bytes = 4096}), doctest::Contains("search stopped"), to::runtime_error);
+  try {
+    (void)to::solve(p, {.max_bytes = 4096});
+  } catch (const to::runtime_error& e) {
+    const std::string m = e.what();
+    CHECK(m.find("past its limit of") != std::string::npos);
+    CHECK(m.find("after eliminating") != std::string::npos);
+    CHECK(m.find("points") != std::string::npos);
+  }
+  // the default limit (three quarters of the machine) does not get in the way
+  CHECK(!to::solve(p).points.empty());
+}

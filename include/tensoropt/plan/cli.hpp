@@ -30,6 +30,8 @@ struct plan_cli {
   std::optional<long> micro_batches;    ///< unset: search every legal count
   std::optional<double> memory_budget;  ///< GiB per device
   double epsilon = 0;
+  std::string mode = "auto";            ///< search mode: auto, exact or fast
+  std::optional<long> threads;          ///< unset: every core
   std::vector<long> device_counts;
   std::optional<double> time_target;    ///< seconds, with --device-counts
   std::string frontier_json, problem_json, solve, svg, html;
@@ -64,6 +66,10 @@ struct reflection<plan_cli> {
       field("memory-budget", &c::memory_budget, "choose the fastest plan within GIB per device")
           .range_open_lo(0, 1e9).meta("GIB"),
       field("epsilon", &c::epsilon, "(1+E)-approximate frontier; 0 = exact").range_open_hi(0, 1).meta("E"),
+      field("mode", &c::mode, "search mode: exact, fast (identical layers share one boundary layout, composed by "
+                              "powering; the restriction is checked and printed) or auto (fast where exact is slow)")
+          .one_of("auto|exact|fast").meta("M"),
+      field("threads", &c::threads, "micro-batch counts solved at once; default: every core").range(1, 1 << 12).meta("N"),
       field("device-counts", &c::device_counts, "comma list, e.g. 1,2,4,8: fewest devices that fit")
           .range(1, 1 << 20).meta("LIST"),
       field("time-target", &c::time_target, "with --device-counts: fewest devices within S s/iteration")

@@ -244,6 +244,10 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
   std::atomic<std::size_t> next{0};
   std::size_t done = 0;
   std::exception_ptr failure;
+  const std::size_t hw = opt.threads > 0 ? opt.threads : std::max(1u, std::thread::hardware_concurrency());
+  // Searches running at once share the machine's memory.
+  solve_options so = opt.solve;
+  if (so.max_bytes == 0) so.max_bytes = detail::default_max_bytes() / std::min(hw, std::max<std::size_t>(ks.size(), 1));
   auto work = [&] {
     for (std::size_t idx; (idx = next++) < ks.size();) {
       try {
@@ -284,9 +288,9 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
           part.why = "skipped: even the least memory of every op exceeds the memory limit";
           part.frontier.exact = true;
         } else if (mc.mode == search_mode::fast) {
-          part.frontier = solve_repeated(built->prob, mc.block, opt.solve);
+          part.frontier = solve_repeated(built->prob, mc.block, so);
         } else {
-          part.frontier = solve(built->prob, opt.solve, report);
+          part.frontier = solve(built->prob, so, report);
         }
         part.solve_seconds = detail::seconds_since(ts);
         if (part.frontier.restricted && opt.check_restriction) {
@@ -322,7 +326,6 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
       }
     }
   };
-  const std::size_t hw = opt.threads > 0 ? opt.threads : std::max(1u, std::thread::hardware_concurrency());
   std::vector<std::thread> pool;
   for (std::size_t t = 1; t < std::min(hw, ks.size()); ++t) pool.emplace_back(work);
   work();

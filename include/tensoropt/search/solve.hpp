@@ -26,6 +26,9 @@
 //
 // Memory. Back-pointers no live point can reach are compacted away as the search goes
 // (`compact_after`); `memory_limit` drops partial strategies above a device's capacity.
+// `max_bytes` bounds what the search itself holds (factor tables and back-pointers): past
+// it the search stops with runtime_error naming the sizes it reached and the limit, before
+// the allocator would throw std::bad_alloc (also caught and reported the same way).
 //
 // Grouped configs. Configs of a node whose edge rows and columns are all identical (they
 // differ only in switches such as recompute or optimizer sharding) are grouped into one
@@ -68,6 +71,11 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
+#include <cstdio>
+#include <new>
+#if __has_include(<unistd.h>)
+#include <unistd.h>
+#endif
 #include "frontier.hpp"
 #include "frontier_result.hpp"
 #include "problem.hpp"
@@ -88,6 +96,10 @@ struct solve_options {
   /// Back-pointers no live point can reach are dropped when the arena has grown by this
   /// many entries (and doubled) since the last compaction; bounds memory on large problems.
   std::size_t compact_after = std::size_t(1) << 20;
+  /// Most bytes the search may hold in factor tables and back-pointers; past it the search
+  /// stops with runtime_error naming the sizes it reached. 0: three quarters of the
+  /// machine's physical memory (unlimited in a constant expression).
+  std::size_t max_bytes = 0;
 };
 
 /// Reported to the progress callback after each elimination.
@@ -102,7 +114,10 @@ struct search_progress {
 /// other node, all costs included; points carry tags into `tr` (recover with trace::recover).
 struct conditioned_frontier {
   std::vector<int> kept;
-  std::vector<std::size_t> dims;
+  std::vector<std::size_t> dims;   ///< layout-configs per kept node
+  /// configs[i][d]: the configs of kept node i grouped into its layout-config d (configs
+  /// with identical edge rows, as the search groups them; one each without grouping)
+  std::vector<std::vector<std::vector<int>>> configs;
   std::vector<std::size_t> start;  ///< CSR offsets into pts, cells + 1
   std::vector<frontier_point_ref> pts;
   trace tr;
@@ -113,6 +128,15 @@ struct conditioned_frontier {
 };
 
 namespace detail {
+
+/// Three quarters of the physical memory (8 GiB where it cannot be read).
+inline std::size_t default_max_bytes() {
+#if __has_include(<unistd.h>) && defined(_SC_PHYS_PAGES)
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages > 0 && page > 0) return std::size_t(pages) / 4 * 3 * std::size_t(page);
+#endif
+  return std::size_t(8) << 30;
+}
 
 struct factor {
   std::vector<int> scope;           // variables, ascending
@@ -135,8 +159,7 @@ class eliminator {
     for (int v : nodes) kept_[std::size_t(v)] = true;
   }
 
-  /// Eliminates every node not kept; returns the table over the kept nodes (their configs
-  /// ungrouped) whose cells are the frontiers of everything else, memory_offset included.
+  /// Eliminates every node not kept; returns the table over the kept nodes' layout-configs whose cells are the frontiers of everything else, memory_offset included.
   template <class Progress>
   constexpr conditioned_frontier run_kept(Progress& progress, const std::vector<int>& kept) {
     frontier_result r;
@@ -147,7 +170,10 @@ class eliminator {
     conditioned_frontier out;
     out.kept = kept;
     std::sort(out.kept.begin(), out.kept.end());
-    for (int v : out.kept) out.dims.push_back(dom_[std::size_t(v)]);
+    for (int v : out.kept) {
+      out.dims.push_back(dom_[std::size_t(v)]);
+      out.configs.push_back(group_[std::size_t(v)]);
+    }
     std::vector<std::size_t> live;
     for (std::size_t id = 0; id < factors_.size(); ++id)
       if (factors_[id].alive) live.push_back(id);
@@ -223,6 +249,7 @@ class eliminator {
       r.max_width = std::max(r.max_width, g.scope.size());
       r.max_cells = std::max(r.max_cells, g.cells());
       progress(search_progress{step + 1, order_.size(), g.cells(), g.pts.size()});
+      check_bytes(step + 1, g);
       if (g.scope.empty()) {
         constants.push_back(frontier{g.pts});
       } else {
@@ -267,7 +294,7 @@ class eliminator {
   static constexpr std::size_t memo_size = 32;  // recent eliminations kept for replay
   std::vector<memo_entry> memo_;
   std::size_t memo_next_ = 0;
-  std::vector<bool> kept_;                        // nodes not to eliminate (ungrouped)
+  std::vector<bool> kept_;                        // nodes not to eliminate
   std::vector<int> order_;                        // the planned elimination order
   std::vector<bool> prune_;                       // per step: prune under epsilon
   trace trace_;
@@ -277,7 +304,29 @@ class eliminator {
   std::vector<std::vector<std::vector<int>>> group_;  // original configs per layout-config
   std::vector<std::size_t> dom_;
 
+  std::size_t bytes_ = 0;  // factor tables held (points and offsets)
+  static std::string gib(double b) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f GiB", b / double(1ull << 30));
+    return buf;
+  }
+  // Stops the search (before the allocator would) once its tables pass o_.max_bytes.
+  constexpr void check_bytes(std::size_t done, const factor& last) {
+    if (std::is_constant_evaluated() || o_.max_bytes == 0) return;
+    const std::size_t held = bytes_ + bytes_of(last) + trace_.entries.size() * sizeof(trace::entry);
+    if (held <= o_.max_bytes) return;
+    throw runtime_error("search stopped: it holds " + gib(double(held)) + ", past its limit of " +
+                        gib(double(o_.max_bytes)) + ", after eliminating " + std::to_string(done) + " of " +
+                        std::to_string(order_.size()) + " ops (last factor: " + std::to_string(last.cells()) +
+                        " cells, " + std::to_string(last.pts.size()) + " points; " +
+                        std::to_string(trace_.entries.size()) + " back-pointers); use --epsilon, --mode fast, " +
+                        "fewer micro-batch counts, or a machine with more memory");
+  }
+  static constexpr std::size_t bytes_of(const factor& f) {
+    return f.pts.size() * sizeof(frontier_point_ref) + f.start.size() * sizeof(std::size_t);
+  }
   constexpr void add_factor(factor&& f) {
+    bytes_ += bytes_of(f);
     const std::size_t id = factors_.size();
     for (int v : f.scope) of_var_[std::size_t(v)].push_back(id);
     factors_.push_back(std::move(f));
@@ -322,7 +371,7 @@ class eliminator {
       const int m = int(p_.nodes[v].configs.size());
       std::vector<int> idx(std::size_t(m), 0);
       for (int c = 0; c < m; ++c) idx[std::size_t(c)] = c;
-      const bool group = o_.group_configs && !kept_[v];
+      const bool group = o_.group_configs;
       if (group) {
         std::sort(idx.begin(), idx.end(), [&](int a, int b) {
           const int s = compare_configs(v, a, b);
@@ -757,6 +806,7 @@ class eliminator {
     }
     for (std::size_t id : ids) {
       factors_[id].alive = false;
+      bytes_ -= std::min(bytes_, bytes_of(factors_[id]));
       factors_[id].pts = {};
       factors_[id].start = {};
     }
@@ -791,20 +841,31 @@ constexpr frontier_result solve(const problem& p, const solve_options& o, Progre
     progress(search_progress{p.nodes.size(), p.nodes.size(), 1, r.points.size()});
     return r;
   }
-  detail::eliminator e(p, o);
-  return e.run(progress);
+  solve_options lim = o;
+  if (lim.max_bytes == 0 && !std::is_constant_evaluated()) lim.max_bytes = detail::default_max_bytes();
+  detail::eliminator e(p, lim);
+  if (std::is_constant_evaluated()) return e.run(progress);
+  try {
+    return e.run(progress);
+  } catch (const std::bad_alloc&) {
+    throw runtime_error("search stopped: out of memory (the allocator refused) with a search limit of " +
+                        std::to_string(lim.max_bytes >> 20) + " MiB; use --epsilon, --mode fast, fewer " +
+                        "micro-batch counts, or a machine with more memory");
+  }
 }
 
 /// The frontier of `p` conditioned on the configs of the nodes `keep` (distinct, in range):
-/// every other node is eliminated, and cell (c_1, ..., c_m) holds the frontier of the
-/// strategies with kept node i at config c_i. Used to fold a repeated block into its
+/// every other node is eliminated, and cell (d_1, ..., d_m) holds the frontier of the
+/// strategies with kept node i at a config of its layout-config d_i (see `configs`). Used to fold a repeated block into its
 /// frontier per boundary layout (search/repeated.hpp). Throws as `solve` does.
 inline conditioned_frontier solve_conditioned(const problem& p, const std::vector<int>& keep, const solve_options& o = {}) {
   validate(p);
   detail::require(o.epsilon >= 0, "solve: epsilon must be >= 0 (0 means exact)");
   for (int v : keep)
     detail::require(v >= 0 && std::size_t(v) < p.nodes.size(), "solve_conditioned: a kept node is out of range");
-  detail::eliminator e(p, o);
+  solve_options lim = o;
+  if (lim.max_bytes == 0) lim.max_bytes = detail::default_max_bytes();
+  detail::eliminator e(p, lim);
   e.keep(keep);
   auto quiet = [](const search_progress&) {};
   return e.run_kept(quiet, keep);
