@@ -21,7 +21,7 @@
 //   measured_seconds() returns for those rows. Table 1 gives no micro-batch size;
 //   the rows assume micro-batches of one sequence, i.e. as many micro-batches as
 //   sequences per replica. With one micro-batch per replica instead, every
-//   prediction is 3-5 points lower and the median error would be 7.6 %, over the
+//   prediction is 3-5 points lower and the median error would be 7.5 %, over the
 //   5 % target: the assumption matters, and the test prints both. Full recomputation, as the paper used.
 // - Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
 //   Models" (arXiv:2205.05198): the 22B model of Table 3 (64 heads, hidden 6144,
