@@ -293,6 +293,7 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
           part.frontier = solve(built->prob, so, report);
         }
         part.solve_seconds = detail::seconds_since(ts);
+        std::erase_if(part.frontier.points, [&](const auto& q) { return q.time >= built->time_cap; });
         if (part.frontier.restricted && opt.check_restriction) {
           auto tc = std::chrono::steady_clock::now();
           part.check = check_restriction(built->prob, part.frontier, opt.solve.memory_limit);
