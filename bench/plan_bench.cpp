@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
     o.threads = used;
     o.mode = mode;
     o.check_restriction = check;
-    o.solve.memory_limit = to::cost_t(cl.gpu_spec.capacity.value);
+    o.solve.memory_limit = to::to_byte_count(cl.gpu_spec.capacity);
     if (fixed_k) o.micro_batches = {fixed_k};
     const std::clock_t c0 = std::clock();
     const auto g = m.lower();

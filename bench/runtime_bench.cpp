@@ -197,10 +197,7 @@ int main(int argc, char** argv) {
     po.micro_batches = {1, 2};
     po.build.prec = to::precisions::fp32;
     const auto pf = to::plan_frontier(g, cl, po);
-    const auto& p = pf.points.front();
-    const auto last = pf.points.size() - 1;  // points ascend in memory: the last is the fastest
-    const rt::training_plan fast{pf.op_configs(last), int(pf.points[last].micro_batches), cl.mesh};
-    (void)p;
+    const rt::training_plan fast = pf.fastest()->training_plan();
     const double t_fast = executor_step(g, fast, n, steps);
     std::printf("%-8d %-24s %12.3f %12.0f\n", n, ("planner fastest (k=" + std::to_string(fast.micro_batches) + ")").c_str(),
                 1e3 * t_fast, tokens / t_fast);

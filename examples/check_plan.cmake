@@ -89,4 +89,11 @@ if(rc EQUAL 0 OR NOT err4 MATCHES "cannot write the report to '.*/missing/r.html
    OR out4 MATCHES "frontier:")
   message(FATAL_ERROR "an unwritable --html path was not refused up front (${rc}):\n${out4}\n${err4}")
 endif()
+# A budget beyond int64 bytes is refused (it printed -8589934592 GiB): by the flag's
+# range, or by the checked conversion behind it.
+execute_process(COMMAND ${PLAN} --solve ${OUT}/problem.json --micro-batches 4 --memory-budget 1e10
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out5 ERROR_VARIABLE err5)
+if(rc EQUAL 0 OR NOT err5 MATCHES "--memory-budget.*(is too large|expected a number in)")
+  message(FATAL_ERROR "--memory-budget 1e10 was not refused (${rc}):\n${out5}\n${err5}")
+endif()
 message(STATUS "planner outputs ok: ${n} points")

@@ -14,9 +14,11 @@
 #include <fstream>
 #include <utility>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 namespace to = tensoropt;
+using namespace to::literals;
 
 namespace {
 
@@ -30,7 +32,7 @@ void write_file(const std::string& path, const std::string& text, const char* wh
 void prepare_outputs(const to::plan_cli& c) {
   int to_stdout = 0;
   for (auto [path, what] : {std::pair{&c.frontier_json, "frontier"}, {&c.problem_json, "problem"},
-                            {&c.svg, "plot"}, {&c.html, "report"}}) {
+                            {&c.svg, "plot"}, {&c.html, "report"}, {&c.save_plan, "plan"}}) {
     if (path->empty()) continue;
     to::check_output_path(*path, what);
     to_stdout += to::detail::is_stdout_path(*path);
@@ -94,7 +96,7 @@ void list_gpus() {
               "spec (--gpu accepts it; change any key)");
   for (auto* d : to::gpus::all)
     std::printf("%-12.*s %10s %9.0f TF %8.0f GB/s  %s\n", int(d->name.size()), d->name.data(),
-                to::format_bytes(d->capacity).c_str(), d->peak_half.value / 1e12, d->memory_bw.value / 1e9,
+                to::format_bytes(d->capacity).c_str(), d->peak_half / to::tflop_per_s(1), d->memory_bw / to::gb_per_s(1),
                 d == &to::gpus::cpu ? "(calibrated host defaults)" : to::to_spec(*d).c_str());
 }
 
@@ -114,6 +116,13 @@ void show_points(const to::plan_cli& c, to::frontier_report& rep) {
   rep.max_shown = std::size_t(-1);
 }
 
+/// The table, and how to see the points a cover leaves out.
+void print_table(const to::frontier_report& rep) {
+  std::fputs(to::format_table(rep).c_str(), stdout);
+  if (to::shown(rep).rows.size() < rep.points.size())
+    std::printf("(--all-points shows every plan; --frontier-json writes every plan)\n");
+}
+
 int solve_file(const to::plan_cli& c) {
   const auto p = to::read_problem_json(read_file(c.solve));
   const auto t0 = std::chrono::steady_clock::now();
@@ -125,25 +134,26 @@ int solve_file(const to::plan_cli& c) {
   for (auto& n : p.nodes) configs += n.configs.size();
   std::printf("problem %s: %zu nodes, %zu configs, %zu edges; solved in %.3f s: %zu points%s\n", c.solve.c_str(),
               p.nodes.size(), configs, p.edges.size(), secs, r.points.size(), r.exact ? " (exact)" : "");
-  const auto entries = to::frontier_entries(p, r, c.micro_batches ? int(*c.micro_batches) : 1);
+  const auto points = to::label_points(p, r, c.micro_batches ? int(*c.micro_batches) : 1);
   to::frontier_report rep;
   rep.model = c.solve;
   rep.cluster = "problem file";
   rep.search_seconds = secs;
-  for (auto& e : entries)
-    rep.points.push_back({double(e.time) / to::ps_per_second, double(e.memory), e.micro_batches, e.choice, e.labels,
+  for (auto& e : points)
+    rep.points.push_back({to::seconds_of(e) / 1_s, to::bytes_of(e) / 1_B, e.micro_batches, e.choice, e.labels,
                           std::to_string(e.choice.size()) + " nodes"});
   for (auto& n : p.nodes) rep.op_names.push_back(n.name);
   show_points(c, rep);
   if (c.memory_budget) {
-    const auto budget = to::detail::checked_cost(*c.memory_budget * to::gib, "--memory-budget (in bytes)");
-    const auto& q = to::fastest_within(r, budget);
-    for (std::size_t i = 0; i < r.points.size(); ++i)
-      if (&r.points[i] == &q) rep.chosen = int(i);
-    rep.budget = *c.memory_budget * to::gib;
+    (void)to::detail::checked_cost(*c.memory_budget * to::gib, "--memory-budget (in bytes)");
+    const to::bytes budget = *c.memory_budget * 1_GiB;
+    const auto q = to::fastest_within(r, budget);
+    if (!q) throw to::infeasible(to::no_fit_message(r.points, budget));
+    rep.chosen = int(*q);
+    rep.budget = budget / 1_B;
   }
-  std::fputs(to::format_table(rep).c_str(), stdout);
-  if (!c.frontier_json.empty()) write_file(c.frontier_json, to::write_frontier_json(entries), "frontier");
+  print_table(rep);
+  if (!c.frontier_json.empty()) write_file(c.frontier_json, to::write_frontier_json(points), "frontier");
   if (!c.svg.empty()) write_file(c.svg, to::to_svg(rep), "plot");
   if (!c.html.empty()) write_file(c.html, to::to_html(rep), "report");
   return 0;
@@ -168,7 +178,7 @@ to::cluster make_cluster(const to::plan_cli& c, const to::models::model_info& m,
 to::planner_options make_options(const to::plan_cli& c, const to::cluster& cl) {
   to::planner_options o;
   // Plans that do not fit the device are of no use: the search drops them early.
-  o.solve.memory_limit = to::cost_t(cl.gpu_spec.capacity.value);
+  o.solve.memory_limit = to::to_byte_count(cl.gpu_spec.capacity);
   o.build.prec = to::parse_precision(c.precision);
   if (c.micro_batches) o.micro_batches = {to::index_t(*c.micro_batches)};
   o.solve.epsilon = c.epsilon;
@@ -180,15 +190,18 @@ to::planner_options make_options(const to::plan_cli& c, const to::cluster& cl) {
 }
 
 int explore_devices(const to::plan_cli& c, const to::models::model_info& m, const to::op_graph& g) {
-  const double budget = c.memory_budget ? *c.memory_budget * to::gib : 0;
+  std::optional<to::bytes> budget;
+  std::optional<to::seconds> time_target;
+  if (c.memory_budget) budget = *c.memory_budget * 1_GiB;
+  if (c.time_target) time_target = *c.time_target * 1_s;
   std::printf("resource exploration for %.*s (budget %s%s)\n", int(m.name.size()), m.name.data(),
-              budget > 0 ? to::format_bytes(budget).c_str() : "device capacity",
-              c.time_target ? (", time target " + to::format_seconds(*c.time_target)).c_str() : "");
+              budget ? to::format_bytes(*budget).c_str() : "device capacity",
+              time_target ? (", time target " + to::format_seconds(*time_target)).c_str() : "");
   std::vector<to::index_t> counts(c.device_counts.begin(), c.device_counts.end());
   auto o = make_options(c, make_cluster(c, m, counts.front()));
   if (!c.quiet) o.progress = nullptr;
   const auto ex = to::explore_device_counts(
-      g, counts, [&](to::index_t n) { return make_cluster(c, m, long(n)); }, budget, c.time_target.value_or(0), o);
+      g, counts, [&](to::index_t n) { return make_cluster(c, m, long(n)); }, budget, time_target, o);
   std::printf("%7s  %-20s %10s %10s %10s %10s %6s\n", "devices", "cluster", "least mem", "fastest", "fit: time",
               "fit: mem", "points");
   for (auto& r : ex.rows) {
@@ -232,7 +245,7 @@ int evaluate_strategy(const to::plan_cli& c, const to::op_graph& g, const to::cl
   if (!c.frontier_json.empty() || !c.problem_json.empty()) {
     bo.drop_dominated = false;
     const auto bp = to::build_problem(g, cl, bo);
-    to::frontier_entry e;
+    to::frontier_point e;
     e.micro_batches = int(bo.micro_batches);
     for (std::size_t i = 0; i < ev.configs.size(); ++i) {
       const int k = to::config_index(bp, int(i), ev.configs[i]);
@@ -285,30 +298,34 @@ int run(int argc, char** argv) {
     throw to::infeasible("no plan of " + std::string(m.name) + " fits " + to::format_bytes(cl.gpu_spec.capacity) +
                          " per device on " + cl.describe() + "; add devices or micro-batches (--batch smaller)");
 
-  const double budget = c.memory_budget ? *c.memory_budget * to::gib : 0;
-  int chosen = -1;
-  if (budget > 0) {
-    chosen = to::fastest_within_index(pf, budget);
-    if (chosen < 0) {
+  std::optional<to::bytes> budget;
+  std::optional<to::plan> chosen;
+  if (c.memory_budget) {
+    budget = *c.memory_budget * 1_GiB;
+    chosen = pf.fastest_within(*budget);
+    if (!chosen) {
+      const auto least = pf.least_memory();
       std::printf("no plan fits %s per device; the least memory is %s (plan #0, %s per iteration):\n  %s\n\n",
-                  to::format_bytes(budget).c_str(), to::format_bytes(double(pf.points.front().memory)).c_str(),
-                  to::format_seconds(double(pf.points.front().time) / to::ps_per_second).c_str(),
-                  pf.summary(0).c_str());
+                  to::format_bytes(*budget).c_str(), to::format_bytes(least->memory()).c_str(),
+                  to::format_seconds(least->time()).c_str(), least->summary().c_str());
     }
   }
   auto rep = to::make_report(pf, std::string(m.name), chosen, budget);
-  for (auto& p : rep.points) {  // predicted model FLOPs utilization, so implausible predictions show
-    char mfu[32];
-    std::snprintf(mfu, sizeof mfu, "MFU %.1f %%, ", 100 * to::model_flops_utilization(g, p.time, cl, o.build.prec));
-    p.summary = mfu + p.summary;
-  }
+  for (auto& p : rep.points)  // predicted model FLOPs utilization, so implausible predictions show
+    p.mfu = to::model_flops_utilization(g, p.time, cl, o.build.prec);
   show_points(c, rep);
-  std::fputs(to::format_table(rep).c_str(), stdout);
-  if (chosen >= 0) {
-    const auto& p = rep.points[std::size_t(chosen)];
-    std::printf("\nchosen plan #%d (fastest within %s): %s per device, %s per iteration, micro-batches %d\n  %s\n",
-                chosen, to::format_bytes(budget).c_str(), to::format_bytes(p.memory).c_str(),
-                to::format_seconds(p.time).c_str(), p.micro_batches, p.summary.c_str());
+  print_table(rep);
+  if (chosen)
+    std::printf("\nchosen plan #%zu (fastest within %s): %s per device, %s per iteration, micro-batches %d, "
+                "MFU %.1f %%\n  %s\n",
+                chosen->index(), to::format_bytes(*budget).c_str(), to::format_bytes(chosen->memory()).c_str(),
+                to::format_seconds(chosen->time()).c_str(), chosen->micro_batches(),
+                100 * to::model_flops_utilization(g, chosen->time() / 1_s, cl, o.build.prec), chosen->summary().c_str());
+  if (!c.save_plan.empty()) {
+    if (budget && !chosen) throw to::infeasible("--save-plan: " + pf.no_fit_message(*budget));
+    const auto saved = chosen ? chosen : pf.fastest();
+    write_file(c.save_plan, to::write_plan_json(to::make_plan_file(*saved, m.spec.empty() ? std::string(m.name) : m.spec)),
+               "plan");
   }
   if (!c.frontier_json.empty()) write_file(c.frontier_json, to::write_frontier_json(pf.points), "frontier");
   if (!c.problem_json.empty()) {

@@ -18,6 +18,7 @@
 #include <string>
 
 namespace to = tensoropt;
+using namespace to::literals;
 namespace rt = tensoropt::runtime;
 using to::axis;
 using to::shape;
@@ -52,8 +53,11 @@ struct to::reflection<train_cnn_options> {
 namespace {
 constexpr int devices = 4;
 
-/// 16 images: class q = the quadrant with a bright blob (on channel q % 3), plus noise.
-rt::batch make_batch(std::mt19937& rng) {
+/// 16 images of global step `step`: class q = the quadrant with a bright blob (on
+/// channel q % 3), plus noise; drawn from a stream seeded by the step.
+rt::batch make_batch(std::int64_t step) {
+  std::seed_seq seed{5, int(step), int(step >> 31)};
+  std::mt19937 rng(seed);
   rt::batch out{std::vector<float>(16 * 3 * 8 * 8), std::vector<float>(16)};
   std::normal_distribution<float> noise(0.f, 0.3f);
   for (int i = 0; i < 16; ++i) {
@@ -113,42 +117,29 @@ int main(int argc, char** argv) {
     po.baselines = false;
     po.micro_batches = {1};  // batch norm statistics are per micro-batch: keep the whole batch
     po.build.prec = to::precisions::fp32;
-    const auto pf = to::plan_frontier(g, cl, po);
-    if (pf.points.empty()) return fail("the planner found no plan");
-    const double lo = double(pf.points.front().memory), hi = double(pf.points.back().memory);
-    const double budget = budget_mib > 0 ? budget_mib * 1024 * 1024 : std::sqrt(lo * hi);
-    const int chosen = to::fastest_within_index(pf, budget);
-    if (chosen < 0) return fail("no plan fits " + std::to_string(budget / 1048576) + " MiB per device");
-    const auto& pt = pf.points[std::size_t(chosen)];
+    std::optional<to::bytes> budget;
+    if (budget_mib > 0) budget = budget_mib * 1_MiB;
+    const auto chosen = rt::choose_training_plan(g, cl, po, budget);
     if (leader)
-      std::printf("frontier: %zu plans on %d devices; chosen #%d: predicted %.3f ms/step, %.3f MiB per device\n%s\n",
-                  pf.points.size(), devices, chosen, double(pt.time) / 1e9, double(pt.memory) / 1048576,
-                  pf.summary(std::size_t(chosen)).c_str());
-    const rt::training_plan plan{pf.op_configs(std::size_t(chosen)), pt.micro_batches, cl.mesh};
-    rt::optimizer_options sgd;
-    sgd.lr = 0.05f;
-    std::unique_ptr<rt::local_world> world;
-    std::unique_ptr<rt::trainer> tr;
+      std::printf("%s on %d devices: predicted %.3f ms/step, %.3f MiB per device\n%s\n", chosen.source.c_str(),
+                  devices, chosen.time / 1_ms, chosen.memory / 1_MiB, chosen.summary.c_str());
+    rt::training_options run;
+    run.steps = steps;
+    run.optimizer.lr = 0.05f;
+    run.on_step = [&](std::int64_t step, float loss, double dt) {
+      if (leader) std::printf("step %3lld  loss %.4f  %8.0f images/s\n", (long long)step, double(loss), 16 / dt);
+    };
+    rt::training_result r;
     if (comm_kind == "local") {
-      world = std::make_unique<rt::local_world>(devices);
-      tr = std::make_unique<rt::trainer>(g, plan, *world, sgd);
+      rt::local_world world(devices);
+      r = rt::train(g, chosen.plan, world, make_batch, run);
     } else {
 #ifdef TENSOROPT_EXAMPLE_MPI
-      tr = std::make_unique<rt::trainer>(g, plan, *mpi, sgd);
+      r = rt::train(g, chosen.plan, *mpi, make_batch, run);
 #endif
     }
-    std::mt19937 rng(5);
-    float first = 0, last = 0;
-    for (int s = 0; s < steps; ++s) {
-      const auto b = make_batch(rng);
-      const auto t0 = std::chrono::steady_clock::now();
-      last = tr->step(b);
-      const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (s == 0) first = last;
-      if (leader) std::printf("step %3d  loss %.4f  %8.0f images/s\n", s, double(last), 16 / dt);
-    }
-    if (leader) std::printf("loss %.4f -> %.4f\n", double(first), double(last));
-    if (steps >= 20 && !(last < 0.8f * first)) {
+    if (leader) std::printf("loss %.4f -> %.4f\n", double(r.first_loss), double(r.last_loss));
+    if (steps >= 20 && !(r.last_loss < 0.8f * r.first_loss)) {
       if (leader) std::printf("train_cnn: the loss did not fall clearly below the starting loss\n");
       return 1;
     }

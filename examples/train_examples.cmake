@@ -14,9 +14,18 @@ if(TARGET tensoropt::runtime)
       target_compile_definitions(${ex} PRIVATE TENSOROPT_EXAMPLE_MPI)
     endif()
     tensoropt_dev_flags(${ex})
+    if(ex STREQUAL "train_gpt" AND TENSOROPT_CUDA_BACKEND)  # --backend cuda
+      target_link_libraries(${ex} PRIVATE tensoropt::cuda)
+      tensoropt_cuda_flags(${ex})
+    endif()
     if(TENSOROPT_BUILD_TESTS)
       add_test(NAME example.${ex} COMMAND ${ex} --steps 25)
       set_tests_properties(example.${ex} PROPERTIES TIMEOUT 120 LABELS example)
+      if(ex STREQUAL "train_gpt")  # a hand-written plan with a fixed micro-batch count
+        add_test(NAME example.train_gpt_strategy
+                 COMMAND train_gpt --steps 25 --strategy tp=2,sp=1,recompute=full --micro-batches 2)
+        set_tests_properties(example.train_gpt_strategy PROPERTIES TIMEOUT 120 LABELS example)
+      endif()
       if(TARGET MPI::MPI_CXX)
         add_test(NAME example.${ex}_mpi
                  COMMAND ${MPIEXEC_EXECUTABLE} --oversubscribe --allow-run-as-root ${MPIEXEC_NUMPROC_FLAG} 4
@@ -26,4 +35,12 @@ if(TARGET tensoropt::runtime)
       endif()
     endif()
   endforeach()
+  # A saved plan trains in train_gpt, is refused for another device count or
+  # precision, and a resumed run gives the losses of an uninterrupted one.
+  if(TENSOROPT_BUILD_TESTS AND TARGET train_gpt AND TARGET tensoropt-plan)
+    add_test(NAME example.train_gpt_plan_file
+             COMMAND ${CMAKE_COMMAND} -DPLAN=$<TARGET_FILE:tensoropt-plan> -DTRAIN=$<TARGET_FILE:train_gpt>
+                     -DOUT=${CMAKE_CURRENT_BINARY_DIR}/train_plan_test -P ${CMAKE_CURRENT_LIST_DIR}/check_train_plan.cmake)
+    set_tests_properties(example.train_gpt_plan_file PROPERTIES TIMEOUT 300 LABELS example)
+  endif()
 endif()

@@ -5,15 +5,24 @@
 //
 //   train_gpt [--model gpt:SPEC] [--comm local|mpi] [--steps N] [--budget-mib M] [--data FILE]
 //             [--devices N] [--backend cpu|cuda] [--precision fp32|bf16-mixed]
-//             (--help lists the flags and their ranges)
+//             [--plan FILE] [--save FILE] [--resume FILE] (--help lists the flags and their ranges)
+//     --plan FILE     run a plan saved by `tensoropt-plan --model SPEC --gpu cpu --precision fp32
+//                     --devices N --save-plan FILE` (SPEC: the model printed at start) instead of planning
+//     --save FILE     write a checkpoint after the steps
+//     --resume FILE   start from a checkpoint: the step count and the batches continue, so the
+//                     losses are those of an uninterrupted run
 //   (--backend cuda needs the program linked with tensoropt::cuda; N local devices
 //   share the GPUs there are, each with its own stream and memory pool)
 //   train_gpt --compare      predicted vs measured step time and peak memory of the
 //                            least-memory, a middle and the fastest frontier point
+//   train_gpt --strategy SPEC [--micro-batches K]   train a hand-written plan
+//                            (dp=..,tp=..,sp=0|1,recompute=none|selective|full,zero=0|1)
 #include <tensoropt/core/command_line.hpp>
 #include <tensoropt/models/gpt.hpp>
+#include <tensoropt/plan/memory_peak.hpp>
 #include <tensoropt/models/model_spec.hpp>
 #include <tensoropt/plan/planner.hpp>
+#include <tensoropt/plan/strategy_spec.hpp>
 #include <tensoropt/runtime.hpp>
 #ifdef TENSOROPT_EXAMPLE_MPI
 #include <tensoropt/runtime/mpi_comm.hpp>
@@ -33,6 +42,7 @@
 
 namespace to = tensoropt;
 namespace rt = tensoropt::runtime;
+using namespace to::literals;
 
 /// The default model: a 2-layer GPT small enough to train in seconds on a CPU.
 constexpr to::models::gpt_config default_model{.layers = 2, .hidden = 64, .heads = 4, .seq = 32, .vocab = 64,
@@ -47,8 +57,11 @@ struct train_gpt_options {
   std::string data = TENSOROPT_EXAMPLE_DATA "/tiny_corpus.txt";
   long devices = 4;
   bool compare = false;
+  std::string strategy;               ///< a hand-written plan instead of the planner's
+  std::optional<long> micro_batches;  ///< fix the gradient-accumulation count
   std::string backend = "cpu";
   std::string precision = "fp32";
+  std::string plan, save, resume;
   bool help = false;
 };
 template <>
@@ -66,10 +79,20 @@ struct to::reflection<train_gpt_options> {
       to::field("data", &o::data, "training text").meta("FILE"),
       to::field("devices", &o::devices, "local devices, one thread each").range(1, 1024).meta("N"),
       to::field("compare", &o::compare, "predicted vs measured step time and peak memory of 5 frontier points"),
+      to::field("strategy", &o::strategy, "train this plan instead of the planner's: dp=..,tp=..,sp=0|1,"
+                                          "recompute=none|selective|full,zero=0|1")
+          .meta("SPEC"),
+      to::field("micro-batches", &o::micro_batches, "gradient-accumulation count (default: the planner's choice, "
+                                                    "or 1 with --strategy)")
+          .range(1, 1024).meta("K"),
       to::field("backend", &o::backend, "where the devices run: cpu threads, or GPUs (a build with "
                                         "tensoropt::cuda)").one_of("cpu|cuda").meta("KIND"),
       to::field("precision", &o::precision, "fp32, or bf16 mixed precision (cuda only)")
           .one_of("fp32|bf16-mixed").meta("P"),
+      to::field("plan", &o::plan, "run this tensoropt-plan/1 file (tensoropt-plan --model SPEC --gpu cpu "
+                                  "--precision fp32 --devices N --save-plan FILE) instead of planning").meta("FILE"),
+      to::field("save", &o::save, "write a checkpoint after the steps").meta("FILE"),
+      to::field("resume", &o::resume, "start from a checkpoint; steps and batches continue from it").meta("FILE"),
       to::field("help", &o::help, "print this help"));
 };
 
@@ -84,8 +107,12 @@ int token_of(char ch) {
   return p == std::string::npos ? 63 : int(p);
 }
 
-rt::batch make_batch(const std::vector<int>& text, const to::models::gpt_config& model, std::mt19937& rng) {
+/// The batch of global step `step`: random windows of the text, drawn from a stream
+/// seeded by the step alone (a resumed run sees the batches of an uninterrupted one).
+rt::batch make_batch(const std::vector<int>& text, const to::models::gpt_config& model, std::int64_t step) {
   const int b = int(model.batch), s = int(model.seq);
+  std::seed_seq seed{7, int(step), int(step >> 31)};
+  std::mt19937 rng(seed);
   rt::batch out(2, std::vector<float>(std::size_t(b * s)));
   for (int i = 0; i < b; ++i) {
     const std::size_t at = rng() % (text.size() - std::size_t(s) - 1);
@@ -137,7 +164,9 @@ int main(int argc, char** argv) {
   const int steps = int(o.steps);
   const double budget_mib = o.budget_mib.value_or(0);
   const bool compare = o.compare;
+  const std::string plan_path = o.plan, save_path = o.save, resume_path = o.resume;
   devices = int(o.devices);
+  if (compare && !o.strategy.empty()) return fail("--compare checks frontier points; drop --strategy");
   rt::backend_options backend;
   backend.kind = o.backend;
   backend.prec = to::parse_precision(o.precision);
@@ -170,7 +199,8 @@ int main(int argc, char** argv) {
     std::vector<int> text;
     for (char ch : ss.str()) text.push_back(token_of(ch));
     if (text.size() < 2 * std::size_t(model.seq) + 2) return fail("the training text '" + data + "' is too short");
-    say("model %s\n", to::models::to_spec(model, to::models::transformer_kind::gpt).c_str());
+    const std::string spec = to::models::to_spec(model, to::models::transformer_kind::gpt);
+    say("model %s\n", spec.c_str());
 
     // Plan: the frontier on 4 CPU devices, then the fastest point within the budget.
     // --compare plans on the cpu device calibrated on this machine (cached).
@@ -184,10 +214,23 @@ int main(int argc, char** argv) {
     to::planner_options po;
     po.baselines = false;
     po.micro_batches = {1, 2};
-    po.build.prec = backend.prec;  // the CPU runtime trains in fp32 with Adam
-    const auto pf = to::plan_frontier(g, cl, po);
-    if (pf.points.empty()) return fail("the planner found no plan");
-    if (compare) {  // predicted vs measured for three frontier points, local devices
+    if (o.micro_batches) {
+      if (g.batch % *o.micro_batches != 0)
+        return fail("--micro-batches " + std::to_string(*o.micro_batches) + " does not divide the batch " +
+                    std::to_string(g.batch));
+      po.micro_batches = {to::index_t(*o.micro_batches)};
+    }
+    po.build.prec = backend.prec;          // the CPU runtime trains in fp32 with Adam
+    po.build.regenerate_dropout = true;    // the runtime regenerates dropout masks in backward
+    // a plan's predicted peak (kept buffers in the order they live, plus the running op's working set)
+    const auto predicted_peak_of = [&](const std::vector<to::op_config>& configs, int k) {
+      auto bo = po.build;
+      bo.micro_batches = k;
+      return to::predicted_peak(to::with_batch(g, g.batch / k), configs, cl, bo).peak();
+    };
+    if (compare) {  // predicted vs measured for five frontier points, local devices
+      const auto pf = to::plan_frontier(g, cl, po);
+      if (pf.empty()) return fail("the planner found no plan");
       std::printf("cpu calibration (%s, %s): sgemm %.1f GFLOP/s, triad %.1f GB/s, kernel launch %.2f us, "
                   "local message %.2f us\n",
                   cal.from_cache ? "cached" : "measured", cal.cpu_model.c_str(), cal.gemm_flops / 1e9,
@@ -199,30 +242,30 @@ int main(int argc, char** argv) {
                   "pred MiB", "meas MiB", "mem err", "target");
       std::vector<double> pred_t, meas_t;
       int missed = 0;
-      const std::size_t n = pf.points.size();
+      const std::size_t n = pf.size();
       for (std::size_t i : {std::size_t(0), n / 4, n / 2, (3 * n) / 4, n - 1}) {
-        const auto& p = pf.points[i];
+        const auto p = pf.at(i);
         rt::local_world w(devices);
         rt::optimizer_options adam;
         adam.type = rt::optimizer_options::kind::adam;
-        rt::trainer t(g, {pf.op_configs(i), p.micro_batches, cl.mesh}, w, adam);
-        std::mt19937 r(7);
+        rt::trainer t(g, p.training_plan(), w, adam);
         std::vector<double> dt;
         std::int64_t peak = 0;
         for (int s = 0; s <= steps; ++s) {
-          const auto b = make_batch(text, model, r);
+          const auto b = make_batch(text, model, s);
           const auto t0 = std::chrono::steady_clock::now();
           t.step(b);
           if (s > 0) dt.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
           for (auto& m : t.memory()) peak = std::max(peak, m.peak);
         }
         std::sort(dt.begin(), dt.end());
-        const double meas = dt[dt.size() / 2], pred = double(p.time) / 1e12;
+        const double meas = dt[dt.size() / 2], pred = p.time() / 1_s;
         pred_t.push_back(pred);
         meas_t.push_back(meas);
-        const double err = double(peak) / double(p.memory) - 1;
-        std::printf("#%-5zu %3d %10.3f %10.3f %7.2fx %10.3f %10.3f %+7.1f%% %7s\n", i, int(p.micro_batches),
-                    1e3 * pred, 1e3 * meas, meas / pred, double(p.memory) / 1048576, double(peak) / 1048576,
+        const double predicted = predicted_peak_of(p.op_configs(), p.micro_batches());
+        const double err = double(peak) / predicted - 1;
+        std::printf("#%-5zu %3d %10.3f %10.3f %7.2fx %10.3f %10.3f %+7.1f%% %7s\n", i, p.micro_batches(),
+                    1e3 * pred, 1e3 * meas, meas / pred, predicted / 1048576, to::from_byte_count(peak) / 1_MiB,
                     100 * err, err <= 0.05 && err >= -0.10 ? "met" : "MISSED");
         missed += !(err <= 0.05 && err >= -0.10);
       }
@@ -235,53 +278,58 @@ int main(int argc, char** argv) {
       if (missed) std::printf("memory target missed on %d point(s)\n", missed);
       return missed ? 1 : 0;
     }
-    const double lo = double(pf.points.front().memory), hi = double(pf.points.back().memory);
-    const double budget = budget_mib > 0 ? budget_mib * 1024 * 1024 : std::sqrt(lo * hi);
-    const int chosen = to::fastest_within_index(pf, budget);
-    if (chosen < 0)
-      return fail("no plan fits " + std::to_string(budget / 1048576) + " MiB per device; the least memory is " +
-                  std::to_string(lo / 1048576) + " MiB");
-    const auto& pt = pf.points[std::size_t(chosen)];
-    say("frontier: %zu plans on %d devices; budget %.3f MiB per device\n", pf.points.size(), devices,
-        budget / 1048576);
-    say("chosen plan #%d: predicted %.3f ms/step, %.3f MiB per device, %d micro-batch(es)\n%s\n", chosen,
-        double(pt.time) / 1e9, double(pt.memory) / 1048576, pt.micro_batches, pf.summary(std::size_t(chosen)).c_str());
-    rt::training_plan plan{pf.op_configs(std::size_t(chosen)), pt.micro_batches, cl.mesh};
+    rt::chosen_plan chosen;
+    if (!o.strategy.empty()) {
+      if (!plan_path.empty()) return fail("--strategy and --plan both choose the plan; give one");
+      auto bo = po.build;
+      bo.micro_batches = po.micro_batches.size() == 1 ? po.micro_batches[0] : 1;
+      const auto ev = to::evaluate_spec(to::parse_strategy_spec(o.strategy), g, cl, bo);
+      chosen.plan = {ev.configs, int(bo.micro_batches), cl.mesh};
+      chosen.time = ev.time * 1_s;
+      chosen.memory = to::from_byte_count(std::int64_t(ev.memory));
+      chosen.source = "strategy " + o.strategy;
+      char mfu[64];
+      std::snprintf(mfu, sizeof mfu, "predicted MFU %.1f %%", 100 * ev.mfu);
+      chosen.summary = mfu;
+    } else {
+      std::optional<to::bytes> budget;
+      if (budget_mib > 0) budget = budget_mib * 1_MiB;
+      chosen = rt::choose_training_plan(g, cl, po, budget, plan_path, spec, backend);
+    }
+    say("%s on %d devices: predicted %.3f ms/step, %.3f MiB per device, %d micro-batch(es)\n%s\n",
+        chosen.source.c_str(), devices, chosen.time / 1_ms, chosen.memory / 1_MiB, chosen.plan.micro_batches,
+        chosen.summary.c_str());
+    const double predicted_peak = predicted_peak_of(chosen.plan.configs, chosen.plan.micro_batches);
 
-    rt::optimizer_options adam;
-    adam.type = rt::optimizer_options::kind::adam;
-    adam.lr = 3e-3f;
-    std::unique_ptr<rt::local_world> world;
-    std::unique_ptr<rt::trainer> tr;
+    rt::training_options run;
+    run.steps = steps;
+    run.optimizer.type = rt::optimizer_options::kind::adam;
+    run.optimizer.lr = 3e-3f;
+    run.backend = backend;
+    run.resume = resume_path;
+    run.save = save_path;
+    const double tokens = double(model.batch * model.seq);
+    run.on_step = [&](std::int64_t step, float loss, double dt) {
+      say("step %3lld  loss %.6f  %8.0f tokens/s\n", (long long)step, double(loss), tokens / dt);
+    };
+    const auto next = [&](std::int64_t step) { return make_batch(text, model, step); };
+    rt::training_result r;
     if (comm_kind == "local") {
-      world = std::make_unique<rt::local_world>(devices);
-      tr = std::make_unique<rt::trainer>(g, plan, *world, adam, 1234, backend);
+      rt::local_world world(devices);
+      r = rt::train(g, chosen.plan, world, next, run);
     } else {
 #ifdef TENSOROPT_EXAMPLE_MPI
-      tr = std::make_unique<rt::trainer>(g, plan, *mpi, adam, 1234, backend);
+      r = rt::train(g, chosen.plan, *mpi, next, run);
 #endif
     }
-    std::mt19937 rng(7);
-    float first = 0, last = 0;
-    double total = 0;
-    const double tokens = double(model.batch * model.seq);
-    for (int s = 0; s < steps; ++s) {
-      const auto b = make_batch(text, model, rng);
-      const auto t0 = std::chrono::steady_clock::now();
-      last = tr->step(b);
-      const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (s == 0) first = last;
-      total += dt;
-      say("step %3d  loss %.4f  %8.0f tokens/s\n", s, double(last), tokens / dt);
-    }
-    std::int64_t peak = 0;
-    for (auto& m : tr->memory()) peak = std::max(peak, m.peak);
+    if (!save_path.empty())
+      say("saved checkpoint %s after step %lld\n", save_path.c_str(), (long long)(r.first_step + steps - 1));
     say("backend %s, %s\n", backend.kind.c_str(), std::string(backend.prec.name).c_str());
-    say("%.0f tokens/s on average; device 0 spent %.1f %% of the step time in kernels\n", tokens * steps / total,
-        100 * tr->device(0).kernel_seconds() / total);
-    say("loss %.4f -> %.4f; peak memory of a device %.3f MiB (predicted %.3f MiB)\n", double(first), double(last),
-        double(peak) / 1048576, double(pt.memory) / 1048576);
-    if (steps >= 20 && !(last < 0.8f * first)) {
+    say("%.0f tokens/s on average; device 0 spent %.1f %% of the step time in kernels\n", tokens * steps / r.seconds,
+        100 * r.kernel_seconds / r.seconds);
+    say("loss %.4f -> %.4f; peak memory of a device %.3f MiB (predicted %.3f MiB)\n", double(r.first_loss),
+        double(r.last_loss), to::from_byte_count(r.peak_bytes) / 1_MiB, predicted_peak / 1048576);
+    if (steps >= 20 && !(r.last_loss < 0.8f * r.first_loss)) {
       say("train_gpt: the loss did not fall clearly below the starting loss\n");
       return 1;
     }

@@ -10,8 +10,10 @@
 # The bundle (gpu_bundle/: binaries, the CPU reference, a few MiB) is what travels
 # to a GPU machine that has the CUDA driver, the CUDA 13 runtime libraries, NCCL
 # and PyTorch but no Boost, OpenBLAS or doctest; there the script finds the bundle
-# and only runs. A missing shared library (libcublasLt, libnccl) makes the loader
-# print one line naming it; the script then names the package to install.
+# and only runs (gpu_bundle/ is git-ignored: carry it explicitly). A missing shared
+# library (libcublasLt, libnccl) makes the loader print one line naming it; the
+# script then names the package to install. Measured here (no GPU, 2 busy cores):
+# the bundle is 8.7 MiB; building it took 1.5 min of CPU (15 min wall).
 set -u -o pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bundle=$here/gpu_bundle
@@ -37,7 +39,10 @@ build_bundle() {
     return 1
   fi
   local targets="backend_check_cpu backend_check_cuda gpu_bench"
-  for t in $(cd "$here/test/cuda" && ls *.cu 2>/dev/null | sed 's/\.cu$//'); do targets="$targets cuda_$t"; done
+  # every CUDA test CTest knows (label gpu, named cuda.NAME, target cuda_NAME)
+  for t in $(ctest --test-dir "$b" -N -L gpu | sed -n 's/.*Test *#[0-9]*: cuda\.\([A-Za-z0-9_]*\)$/\1/p'); do
+    targets="$targets cuda_$t"
+  done
   cmake --build "$b" -j"${JOBS:-1}" --target $targets >"$b.build.log" 2>&1 || { tail -30 "$b.build.log"; return 1; }
   rm -rf "$bundle" && mkdir -p "$bundle"
   "$b/test/gpu/backend_check_cpu" --write "$bundle/backend_reference.txt" || return 1

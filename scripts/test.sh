@@ -38,7 +38,7 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTENSOROPT_BUILD_TESTS=
       -DTENSOROPT_BUILD_EXAMPLES=ON -DTENSOROPT_BUILD_BENCH=ON -DTENSOROPT_ENABLE_CUDA=ON \
       -DTENSOROPT_SANITIZE=OFF -DTENSOROPT_REQUIRE_ALL=ON >/dev/null
 cmake --build build -j "$jobs"
-labels=(unit static fail deploy example mpi browser)
+labels=(unit static fail fuzz deploy example mpi browser)
 if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then labels+=(gpu); fi
 require_labels build "${labels[@]}"
 echo "== Release tests"

@@ -18,3 +18,4 @@
 #include "runtime/checkpoint.hpp"
 #include "runtime/trainer.hpp"
 #include "runtime/calibrate.hpp"
+#include "runtime/training_run.hpp"

@@ -1,12 +1,13 @@
 // cuBLASLt and the kernels built on it: row-major GEMMs (transposes, strided
 // batches, bias / GELU epilogues, bf16 and fp32 with TF32 off) against a host
 // reference, plan caching, misaligned operands refused, the workspace counted in
-// the pool's reserve; linear, attention and conv2d (forward and backward) against
-// the host references of their CPU kernels (reference.hpp) in fp32 and bf16 with
-// poisoned outputs. Exits 77 (skipped) without a GPU.
+// the pool's reserve; linear, attention, conv2d and the MoE experts (forward and
+// backward) against the host references of their CPU kernels (reference.hpp) in
+// fp32 and bf16 with poisoned outputs. Exits 77 (skipped) without a GPU.
 #include <tensoropt/cuda/gemm.cuh>
 #include <tensoropt/cuda/kernels_attention.cuh>
 #include <tensoropt/cuda/kernels_conv.cuh>
+#include <tensoropt/cuda/kernels_experts.cuh>
 #include <tensoropt/cuda/kernels_linear.cuh>
 #include <tensoropt/cuda/memory.cuh>
 #include <tensoropt/cuda/stream.cuh>
@@ -176,6 +177,28 @@ void linear(context& c, bool wt) {
 }
 
 template <class T>
+void experts(context& c) {
+  constexpr bool bf = harness::is_bf16<T>;
+  const kc::experts_geometry d{3, 20, 16, 24};
+  const vec x = random(std::size_t(d.e * d.t * d.h), -1, 1, bf, 70), w1 = random(std::size_t(d.e * d.h * d.f), -1, 1, bf, 71),
+            w2 = random(std::size_t(d.e * d.f * d.h), -1, 1, bf, 72), dy = random(std::size_t(d.e * d.t * d.h), -1, 1, bf, 73);
+  vec hid, y, dx, dw1, dw2;
+  ref::experts_fwd(x, w1, w2, hid, y, d.e, d.t, d.h, d.f, bf);
+  ref::experts_bwd(x, w1, w2, hid, dy, dx, dw1, dw2, d.e, d.t, d.h, d.f, bf);
+  darray<T> dxin(x), dw1in(w1), dw2in(w2), dhid(hid.size()), dyy(y.size()), ddy(dy), dda(hid.size()), ddx(dx.size()),
+      ddw1(dw1.size()), ddw2(dw2.size()), ws(static_cast<std::size_t>(d.workspace()));
+  kc::experts_forward_first<T>(c.gemm, d, dxin.data(), dw1in.data(), dhid.data());
+  harness::close<T>("experts pre-activation", dhid.get(), hid);
+  kc::experts_forward_second<T>(c.gemm, d, dhid.data(), dw2in.data(), dyy.data(), ws.data());
+  harness::close<T>("experts forward", dyy.get(), y);
+  kc::experts_backward_first<T>(c.gemm, d, dhid.data(), dw2in.data(), ddy.data(), dda.data(), ddw2.data(), ws.data());
+  kc::experts_backward_second<T>(c.gemm, d, dxin.data(), dw1in.data(), dhid.data(), dda.data(), ddw1.data(), ddx.data());
+  harness::close<T>("experts dW2", ddw2.get(), dw2);
+  harness::close<T>("experts dW1", ddw1.get(), dw1);
+  harness::close<T>("experts dx", ddx.get(), dx);
+}
+
+template <class T>
 void all(context& c) {
   const std::string t = harness::type_name<T>();
   harness::run("cuBLASLt GEMM " + t + (harness::is_bf16<T> ? "" : " (TF32 off: k = 256 within 1e-5)"), [&] { gemms<T>(c); });
@@ -184,6 +207,7 @@ void all(context& c) {
   harness::run("attention causal, dropout " + t, [&] { attention<T>(c, true, 0.1); });
   harness::run("attention full, no dropout " + t, [&] { attention<T>(c, false, 0.0); });
   harness::run("conv2d " + t, [&] { convolution<T>(c); });
+  harness::run("moe experts " + t, [&] { experts<T>(c); });
 }
 
 }  // namespace

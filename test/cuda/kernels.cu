@@ -13,6 +13,7 @@
 #include <tensoropt/cuda/kernels_optimizer.cuh>
 #include <tensoropt/cuda/kernels_pool.cuh>
 #include <tensoropt/cuda/stream.cuh>
+#include <algorithm>
 #include "harness.cuh"
 #include "reference.hpp"
 
@@ -230,6 +231,127 @@ void cross_entropy(context& c) {
   harness::close<T>("cross-entropy dz", ddz.get(), dz);
 }
 
+/// The phase API with a split class dim: two shards of the classes, the
+/// collectives done on the host between the phases, equal the unsplit reference.
+template <class T>
+void cross_entropy_split(context& c) {
+  constexpr bool bf = harness::is_bf16<T>;
+  const i64 rows = 9, cl = 40, half = cl / 2;
+  const vec z = random(std::size_t(rows * cl), -4, 4, bf, 27);
+  vec labels = random(std::size_t(rows), 0, float(cl), false, 28);
+  for (auto& v : labels) v = std::floor(v);
+  vec p, dz;
+  const float loss = ref::xent_fwd(z, labels, p, rows, cl);
+  ref::xent_bwd(p, labels, 1.f, dz, rows, cl, bf);
+  vec part[2], maxima(std::size_t(2 * rows));
+  for (int i = 0; i < 2; ++i)
+    for (i64 r = 0; r < rows; ++r)
+      for (i64 j = 0; j < half; ++j) part[i].push_back(z[std::size_t(r * cl + i * half + j)]);
+  darray<T> dz0(part[0]), dz1(part[1]), g0(part[0].size()), g1(part[1].size());
+  darray<T>* zs[2] = {&dz0, &dz1};
+  darray<T>* gs[2] = {&g0, &g1};
+  darray<float> dl(labels), mx0(static_cast<std::size_t>(rows)), mx1(static_cast<std::size_t>(rows)),
+      s0(static_cast<std::size_t>(rows)), s1(static_cast<std::size_t>(rows)), p0(part[0].size()), p1(part[1].size()),
+      l0(1), l1(1), dloss(vec{1.f});
+  darray<float>* mxs[2] = {&mx0, &mx1};
+  darray<float>* ss[2] = {&s0, &s1};
+  darray<float>* ps[2] = {&p0, &p1};
+  darray<float>* ls[2] = {&l0, &l1};
+  darray<double> term(static_cast<std::size_t>(rows));
+  for (int i = 0; i < 2; ++i) kc::xent_row_max<T>(c.s, zs[i]->data(), mxs[i]->data(), rows, half);
+  const vec m0 = mx0.get(), m1 = mx1.get();  // all-gather of the maxima
+  std::copy(m0.begin(), m0.end(), maxima.begin());
+  std::copy(m1.begin(), m1.end(), maxima.begin() + rows);
+  darray<float> all(maxima);
+  for (int i = 0; i < 2; ++i) {
+    kc::xent_max_of_gathered(c.s, all.data(), mxs[i]->data(), rows, 2);
+    kc::xent_exp_sums<T>(c.s, zs[i]->data(), mxs[i]->data(), ps[i]->data(), ss[i]->data(), rows, half);
+  }
+  vec sum = s0.get();  // all-reduce of the sums
+  const vec sb = s1.get();
+  for (std::size_t r = 0; r < sum.size(); ++r) sum[r] += sb[r];
+  s0.upload(sum);
+  s1.upload(sum);
+  for (int i = 0; i < 2; ++i) {
+    kc::xent_finish<T>(c.s, zs[i]->data(), dl.data(), mxs[i]->data(), ss[i]->data(), ps[i]->data(), term.data(),
+                       ls[i]->data(), rows, half, i * half, double(rows));
+    kc::xent_backward<T>(c.s, ps[i]->data(), dl.data(), dloss.data(), double(rows), gs[i]->data(), rows, half, i * half);
+  }
+  harness::close("split cross-entropy loss (sum of the shards' partial losses)", vec{l0.get()[0] + l1.get()[0]},
+                 vec{loss}, 1e-5, 1e-5);
+  for (int i = 0; i < 2; ++i) {
+    vec want_p, want_dz;
+    for (i64 r = 0; r < rows; ++r)
+      for (i64 j = 0; j < half; ++j) {
+        want_p.push_back(p[std::size_t(r * cl + i * half + j)]);
+        want_dz.push_back(dz[std::size_t(r * cl + i * half + j)]);
+      }
+    harness::close("split cross-entropy probabilities", ps[i]->get(), want_p, 1e-5, 1e-6);
+    harness::close<T>("split cross-entropy dz", gs[i]->get(), want_dz);
+  }
+}
+
+/// Batch norm with the batch split in two: per-shard sums added on the host
+/// between the phases equal the unsplit reference.
+template <class T>
+void batch_norm_split(context& c) {
+  constexpr bool bf = harness::is_bf16<T>;
+  const i64 nb = 4, ch = 3, hw = 10, half = nb / 2, n = half * ch * hw;
+  const double count = double(nb * hw);
+  const vec x = random(std::size_t(nb * ch * hw), -1.f, 2.f, bf, 29), g = random(std::size_t(ch), 0.5f, 1.5f, bf, 30),
+            b = random(std::size_t(ch), -0.5f, 0.5f, bf, 31), dy = random(x.size(), -1.f, 1.f, bf, 32);
+  vec y, stat, dx, dg(std::size_t(ch), 0.f), db(std::size_t(ch), 0.f);
+  ref::batch_norm_fwd(x, g, b, y, stat, nb, ch, hw, bf);
+  ref::batch_norm_bwd(x, g, stat, dy, dx, dg, db, nb, ch, hw, bf);
+  darray<T> dgain(g), dbias(b);
+  auto shard = [&](const vec& v, int i) { return vec(v.begin() + i * n, v.begin() + (i + 1) * n); };
+  darray<T> x0(shard(x, 0)), x1(shard(x, 1)), y0(static_cast<std::size_t>(n)), y1(static_cast<std::size_t>(n)), dy0(shard(dy, 0)),
+      dy1(shard(dy, 1)), dx0(static_cast<std::size_t>(n)), dx1(static_cast<std::size_t>(n)), dg0(vec(std::size_t(ch), 0.f)),
+      dg1(vec(std::size_t(ch), 0.f)), db0(vec(std::size_t(ch), 0.f)), db1(vec(std::size_t(ch), 0.f));
+  darray<float> su0(static_cast<std::size_t>(ch)), su1(static_cast<std::size_t>(ch)), sq0(static_cast<std::size_t>(ch)),
+      sq1(static_cast<std::size_t>(ch)), st0(std::size_t(2 * ch)), st1(std::size_t(2 * ch)), bo0(std::size_t(2 * ch)),
+      bo1(std::size_t(2 * ch));
+  auto add_both = [](darray<float>& a, darray<float>& b2) {  // all-reduce of two shards
+    vec s = a.get();
+    const vec t = b2.get();
+    for (std::size_t i = 0; i < s.size(); ++i) s[i] += t[i];
+    a.upload(s);
+    b2.upload(s);
+  };
+  kc::batch_norm_sums<T>(c.s, x0.data(), su0.data(), half, ch, hw);
+  kc::batch_norm_sums<T>(c.s, x1.data(), su1.data(), half, ch, hw);
+  add_both(su0, su1);
+  kc::batch_norm_centered_squares<T>(c.s, x0.data(), su0.data(), count, sq0.data(), half, ch, hw);
+  kc::batch_norm_centered_squares<T>(c.s, x1.data(), su1.data(), count, sq1.data(), half, ch, hw);
+  add_both(sq0, sq1);
+  kc::batch_norm_apply<T>(c.s, x0.data(), su0.data(), sq0.data(), count, dgain.data(), dbias.data(), y0.data(),
+                          st0.data(), half, ch, hw);
+  kc::batch_norm_apply<T>(c.s, x1.data(), su1.data(), sq1.data(), count, dgain.data(), dbias.data(), y1.data(),
+                          st1.data(), half, ch, hw);
+  harness::close<T>("split batch norm forward, shard 0", y0.get(), shard(y, 0));
+  harness::close<T>("split batch norm forward, shard 1", y1.get(), shard(y, 1));
+  harness::close("split batch norm statistics", st1.get(), stat, 1e-5, 1e-6);
+  kc::batch_norm_backward_sums<T>(c.s, x0.data(), st0.data(), dy0.data(), bo0.data(), dg0.data(), db0.data(), half, ch,
+                                  hw);
+  kc::batch_norm_backward_sums<T>(c.s, x1.data(), st1.data(), dy1.data(), bo1.data(), dg1.data(), db1.data(), half, ch,
+                                  hw);
+  add_both(bo0, bo1);
+  kc::batch_norm_backward_dx<T>(c.s, x0.data(), st0.data(), dy0.data(), dgain.data(), bo0.data(), count, dx0.data(),
+                                half, ch, hw);
+  kc::batch_norm_backward_dx<T>(c.s, x1.data(), st1.data(), dy1.data(), dgain.data(), bo1.data(), count, dx1.data(),
+                                half, ch, hw);
+  harness::close<T>("split batch norm dx, shard 0", dx0.get(), shard(dx, 0));
+  harness::close<T>("split batch norm dx, shard 1", dx1.get(), shard(dx, 1));
+  vec gsum = dg0.get(), bsum = db0.get();  // partial parameter gradients, reduced by the executor
+  const vec g1v = dg1.get(), b1v = db1.get();
+  for (std::size_t i = 0; i < gsum.size(); ++i) {
+    gsum[i] += g1v[i];
+    bsum[i] += b1v[i];
+  }
+  harness::close<T>("split batch norm dgain (sum of partials)", gsum, dg);
+  harness::close<T>("split batch norm dbias (sum of partials)", bsum, db);
+}
+
 template <class T>
 void pooling(context& c) {
   constexpr bool bf = harness::is_bf16<T>;
@@ -368,6 +490,8 @@ void all(context& c) {
   harness::run("batch norm " + t, [&] { batch_norm<T>(c); });
   harness::run("embedding " + t, [&] { embedding<T>(c); });
   harness::run("softmax cross-entropy " + t, [&] { cross_entropy<T>(c); });
+  harness::run("softmax cross-entropy, classes split in two " + t, [&] { cross_entropy_split<T>(c); });
+  harness::run("batch norm, batch split in two " + t, [&] { batch_norm_split<T>(c); });
   harness::run("pooling " + t, [&] { pooling<T>(c); });
   harness::run("moe " + t, [&] { moe<T>(c); });
   harness::run("optimizers (gradients " + t + ")", [&] { optimizers<T>(c); });

@@ -509,4 +509,34 @@ inline void moe_combine_bwd(const moe_shape& m, const vec& y, const vec& gates, 
       }
 }
 
+// ---- MoE experts: x[e, t, h], W1[e, h, f], W2[e, f, h]; saved H[e, t, f] ----
+inline void experts_fwd(const vec& x, const vec& w1, const vec& w2, vec& hid, vec& y, i64 E, i64 t, i64 h, i64 f,
+                        bool bf) {
+  hid.assign(std::size_t(E * t * f), 0.f);
+  y.assign(std::size_t(E * t * h), 0.f);
+  vec a(hid.size());
+  for (i64 e = 0; e < E; ++e)
+    gemm(false, false, t, f, h, 1.f, x.data() + e * t * h, h, w1.data() + e * h * f, f, 0.f, hid.data() + e * t * f, f, bf);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = q(k::gelu(hid[i]), bf);
+  for (i64 e = 0; e < E; ++e)
+    gemm(false, false, t, h, f, 1.f, a.data() + e * t * f, f, w2.data() + e * f * h, h, 0.f, y.data() + e * t * h, h, bf);
+}
+inline void experts_bwd(const vec& x, const vec& w1, const vec& w2, const vec& hid, const vec& dy, vec& dx, vec& dw1,
+                        vec& dw2, i64 E, i64 t, i64 h, i64 f, bool bf) {
+  vec a(hid.size()), da(hid.size());
+  dx.assign(x.size(), 0.f);
+  dw1.assign(w1.size(), 0.f);
+  dw2.assign(w2.size(), 0.f);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = q(k::gelu(hid[i]), bf);
+  for (i64 e = 0; e < E; ++e) {
+    gemm(false, true, t, f, h, 1.f, dy.data() + e * t * h, h, w2.data() + e * f * h, h, 0.f, da.data() + e * t * f, f, bf);
+    gemm(true, false, f, h, t, 1.f, a.data() + e * t * f, f, dy.data() + e * t * h, h, 0.f, dw2.data() + e * f * h, h, bf);
+  }
+  for (std::size_t i = 0; i < da.size(); ++i) da[i] = q(da[i] * k::gelu_grad(hid[i]), bf);
+  for (i64 e = 0; e < E; ++e) {
+    gemm(true, false, h, f, t, 1.f, x.data() + e * t * h, h, da.data() + e * t * f, f, 0.f, dw1.data() + e * h * f, f, bf);
+    gemm(false, true, t, h, f, 1.f, da.data() + e * t * f, f, w1.data() + e * h * f, f, 0.f, dx.data() + e * t * h, h, bf);
+  }
+}
+
 }  // namespace ref

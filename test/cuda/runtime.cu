@@ -48,6 +48,7 @@ void errors() {
     CHECK_TRUE(contains(m, "runtime.cu:"));
     CHECK_TRUE(contains(m, "cudaErrorInvalidDevice"));
   }
+  CHECK_TRUE(cudaGetLastError() == cudaSuccess);  // the failed call left no error behind
   try {
     cu::require_device(cu::device_count());
     CHECK_TRUE(false);

@@ -89,7 +89,13 @@ TEST_CASE("output_file: a FIFO is streamed into, not replaced") {
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   std::string got;
   std::thread reader([&] { got = slurp(fifo); });
-  to::write_output_file(fifo.string(), std::string(200000, 'x') + "end", "frontier");
+  try {
+    to::write_output_file(fifo.string(), std::string(200000, 'x') + "end", "frontier");
+  } catch (...) {
+    std::ofstream(fifo.c_str()).put('!');  // let the reader finish, then fail below
+    reader.join();
+    throw;
+  }
   reader.join();
   CHECK(got.size() == 200003);
   CHECK(got.substr(got.size() - 3) == "end");

@@ -76,6 +76,8 @@ TEST_CASE("bad specs name the key and list the valid ones") {
     CAPTURE(b.spec);
     CHECK_THROWS_WITH_AS(parse_key_values<opts>(b.spec, "spec"), doctest::Contains(b.message), invalid_argument);
   }
+  CHECK_THROWS_WITH_AS(parse_key_values<opts>(std::string("n=4\nx"), "spec"),
+                       "spec:n: expected an integer in [1, 100], got '4\\x0ax'", invalid_argument);
   const std::string huge(100000, 'x');
   try {
     parse_key_values<opts>("n=" + huge, "spec");
@@ -173,4 +175,10 @@ TEST_CASE("JSON from the same table: round trip and refusals naming the key") {
     CHECK_THROWS_WITH_AS(from_json<opts>(nlohmann::json::parse(b.json), "cfg"), doctest::Contains(b.message),
                          format_error);
   }
+}
+
+TEST_CASE("help lines wrap at 100 columns, indented under the help column") {
+  const std::string w = detail::wrap("aaaa bbbb cccc dddd", 4, 14);
+  CHECK(w == "aaaa bbbb\n    cccc dddd");
+  CHECK(detail::wrap("averyveryverylongword x", 4, 10) == "averyveryverylongword\n    x");
 }

@@ -8,6 +8,19 @@
 
 using namespace tensoropt;
 
+TEST_CASE("the search's integer costs in and out of typed units") {
+  CHECK(from_picoseconds(2'000'000'000'000) == 2_s);
+  CHECK(from_picoseconds(1'500'000'000) / 1_ms == doctest::Approx(1.5));
+  for (std::int64_t ps : {std::int64_t(0), std::int64_t(1), std::int64_t(123456789), std::int64_t(1) << 51})
+    CHECK(to_picoseconds(from_picoseconds(ps)) == ps);
+  CHECK(to_byte_count(3_MiB) == 3 << 20);
+  CHECK(to_byte_count(bytes(7.9)) == 7);
+  CHECK(from_byte_count(5) / 1_B == 5);
+  CHECK(1536_KiB / 1_MiB == 1.5);
+  CHECK(0.5_MiB == 512_KiB);
+  static_assert(from_byte_count(1 << 20) == 1_MiB);
+}
+
 TEST_CASE("unit literals and arithmetic") {
   CHECK((2_GiB).value == 2.0 * 1024 * 1024 * 1024);
   CHECK((1.5_GiB).value == 1.5 * gib);

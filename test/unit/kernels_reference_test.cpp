@@ -252,7 +252,7 @@ TEST_CASE("reference conv2d, pooling and batch norm equal the CPU kernels (CNN, 
   CHECK(n >= 7);
 }
 
-TEST_CASE("reference MoE gate, routing, dispatch and combine equal the CPU kernels (one device)") {
+TEST_CASE("reference MoE gate, experts, routing, dispatch and combine equal the CPU kernels (one device)") {
   const auto g = to::lower<moe>();
   const auto plan = data_parallel(g, 1);
   const int gate = ops_of(g, to::op_kind::moe_gate).at(0);
@@ -274,6 +274,22 @@ TEST_CASE("reference MoE gate, routing, dispatch and combine equal the CPU kerne
   close("gate dx", t.vec_of(t.din[0]), dx, 1e-5, 1e-5);
   close("gate dWg", t.vec_of(t.dpar[0]), dwg, 1e-5, 1e-5);
 
+  {
+    const int j = ops_of(g, to::op_kind::moe_experts).at(0);
+    op_case u(g, plan, j, 0, 95);
+    u.forward();
+    u.backward(96);
+    const index_t E = u.c.len(0), tk = u.c.len(1) * u.c.len(2), h = u.c.len(3), f = u.c.len(4);
+    ref::vec hid, y, dx, dw1, dw2;
+    ref::experts_fwd(u.vec_of(u.in[0]), u.vec_of(u.par[0]), u.vec_of(u.par[1]), hid, y, E, tk, h, f, false);
+    ref::experts_bwd(u.vec_of(u.in[0]), u.vec_of(u.par[0]), u.vec_of(u.par[1]), hid, u.dy, dx, dw1, dw2, E, tk, h, f,
+                     false);
+    close("experts pre-activation", u.vec_of(u.st.saved[0]), hid, 1e-5, 1e-5);
+    close("experts y", u.vec_of(u.y), y, 1e-5, 1e-5);
+    close("experts dx", u.vec_of(u.din[0]), dx, 1e-5, 1e-5);
+    close("experts dW1", u.vec_of(u.dpar[0]), dw1, 1e-5, 1e-5);
+    close("experts dW2", u.vec_of(u.dpar[1]), dw2, 1e-5, 1e-5);
+  }
   for (auto kind : {to::op_kind::moe_dispatch, to::op_kind::moe_combine}) {
     const int j = ops_of(g, kind).at(0);
     op_case u(g, plan, j, 0, 90);

@@ -164,6 +164,10 @@ TEST_CASE("a spec lowers to the graph of the compile-time type, for zoo models")
                    lower<models::gpt<small>>());
   check_same_graph(models::parse_model_spec(models::to_spec(small, transformer_kind::bert)).lower(),
                    lower<models::bert<small>>());
+  check_same_graph(models::lower("gpt:layers=3,hidden=96,heads=6,seq=16,vocab=100,batch=4"),
+                   lower<models::gpt<small>>());
+  CHECK(models::lower("mlp").name == "mlp");
+  CHECK_THROWS_WITH_AS(models::lower("gpt:layers=3"), doctest::Contains("missing required key(s)"), invalid_argument);
   CHECK(models::find("megatron-1.7b").spec == "gpt:layers=24,hidden=2304,heads=24,seq=2048,vocab=51200,batch=512");
   CHECK(models::find("bert-large").spec == "bert:layers=24,hidden=1024,heads=16,seq=512,vocab=30522,batch=256");
 }

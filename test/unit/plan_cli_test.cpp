@@ -51,6 +51,11 @@ TEST_CASE("bad input is refused with a message naming the flag") {
                        invalid_argument);
   CHECK_THROWS_WITH_AS(parse({"--solve", "p.json", "--model", "mlp"}), doctest::Contains("--model does not apply to --solve"),
                        invalid_argument);
+  CHECK(parse({"--save-plan", "plan.json"}).save_plan == "plan.json");
+  CHECK_THROWS_WITH_AS(parse({"--solve", "p.json", "--save-plan", "x.json"}),
+                       doctest::Contains("--save-plan does not apply to --solve"), invalid_argument);
+  CHECK_THROWS_WITH_AS(parse({"--device-counts", "1,2", "--gpus-per-node", "2", "--save-plan", "x.json"}),
+                       doctest::Contains("--save-plan writes one plan of one cluster"), invalid_argument);
 }
 
 TEST_CASE("values are parsed whole; -1, 0, empty strings and lone flags are errors") {

@@ -18,26 +18,27 @@ planner_options small() {
 TEST_CASE("the fewest devices that fit a budget, and the table behind it") {
   const auto g = lower<mlp>();
   const std::vector<index_t> counts{1, 2, 4, 8};
-  const auto all = explore_device_counts(g, counts, on, 0, 0, small());
+  const auto all = explore_device_counts(g, counts, on, std::nullopt, std::nullopt, small());
   REQUIRE(all.rows.size() == 4);
   // The least memory per device falls as devices are added.
   for (std::size_t i = 1; i < all.rows.size(); ++i) CHECK(all.rows[i].least_memory < all.rows[i - 1].least_memory);
   // A budget between the least memory on 2 and on 1 device: 2 is the fewest.
-  const double budget = (all.rows[0].least_memory + all.rows[1].least_memory) / 2;
-  const auto ex = explore_device_counts(g, counts, on, budget, 0, small());
+  const bytes budget = (all.rows[0].least_memory + all.rows[1].least_memory) / 2;
+  const auto ex = explore_device_counts(g, counts, on, budget, std::nullopt, small());
   CHECK(ex.fewest == 2);
-  CHECK(ex.rows[0].fit == -1);
+  CHECK(!ex.rows[0].fit.has_value());
+  CHECK(ex.rows[1].fit.has_value());
   CHECK(ex.rows[1].fit_memory <= budget);
   // A time target only the fastest count meets: that count is the answer.
-  double target = 1e300;
+  seconds target(1e300);
   index_t fastest = 0;
   for (auto& r : ex.rows)
-    if (r.fit >= 0 && r.fit_time < target) { target = r.fit_time; fastest = r.devices; }
+    if (r.fit && r.fit_time < target) { target = r.fit_time; fastest = r.devices; }
   REQUIRE(fastest > 0);
   const auto fast = explore_device_counts(g, counts, on, budget, target, small());
   CHECK(fast.fewest == fastest);
   CHECK(fast.rows[0].meets == false);
   // Nothing meets an impossible target.
-  CHECK(explore_device_counts(g, counts, on, budget, 1e-12, small()).fewest == 0);
-  CHECK_THROWS_AS(explore_device_counts(g, {}, on, 0, 0, small()), invalid_argument);
+  CHECK(explore_device_counts(g, counts, on, budget, from_picoseconds(1), small()).fewest == 0);
+  CHECK_THROWS_AS(explore_device_counts(g, {}, on, std::nullopt, std::nullopt, small()), invalid_argument);
 }

@@ -65,6 +65,7 @@ TEST_CASE("the shown points are a cover at the display tolerance with the chosen
 TEST_CASE("the table shows the cover, fits 80 columns, marks the choice and says what changes") {
   auto r = sample(12, 0.5);
   r.display_tolerance = 0;
+  r.baselines.push_back({"min time (single objective), k 1024", 2.0, 1400 * gib, true, "ignores memory"});
   const auto t = format_table(r);
   std::istringstream in(t);
   std::string line;
@@ -78,6 +79,8 @@ TEST_CASE("the table shows the cover, fits 80 columns, marks the choice and says
   CHECK(rows == 12);
   CHECK(marked == 1);
   CHECK(t.find("t = 16 does not divide") != std::string::npos);
+  CHECK(t.find("\n  min time (single objective), k 1024\n") != std::string::npos);
+  CHECK(t.find("1.37 TiB     2.00 s  does not fit (> 80 GiB)") != std::string::npos);
   CHECK(t.find("layers.0.mlp.fc1 +rc") != std::string::npos);  // what changes from the row above
   CHECK(t.find("k 1 -> 2") != std::string::npos);
   CHECK(t.find("3.33 s") != std::string::npos);                 // three significant digits
@@ -113,7 +116,7 @@ TEST_CASE("the SVG marks the shown points, draws baselines that do not fit hollo
   CHECK(count(s, "<circle class=\"pt\"") == 9);
   CHECK(count(s, "transform=\"rotate(45") == 2 * 2);  // two valid baselines, on the plot and in the legend
   CHECK(count(s, "fill=\"white\" stroke=") == 2);     // the one that does not fit, hollow twice
-  CHECK(s.find("does not fit (&gt; 80 GiB)") != std::string::npos);
+  CHECK(s.find("2.50 s; does not fit (100 GiB &gt; 80 GiB)") != std::string::npos);
   CHECK(s.find("chosen plan #4") != std::string::npos);
   CHECK(s.find("(log scale)") != std::string::npos);  // memory spans 17x: log scale
   CHECK(s.find(">memory budget 4 GiB</text>") != std::string::npos);
@@ -139,10 +142,11 @@ TEST_CASE("memory ticks fall inside the frontier's range, at least 48 px apart")
   CHECK(std::count_if(ticks.begin(), ticks.end(), [](double t) { return t >= 11 * gib && t <= 17 * gib; }) >= 1);
   for (std::size_t i = 1; i < ticks.size(); ++i) CHECK(xs(ticks[i]) - xs(ticks[i - 1]) >= 48);
   CHECK(ticks.size() >= 3);
+  CHECK(detail::axis_scale::make(34, 58, 440, 40).ticks(1, 34, 58, 28).size() >= 4);  // 35, 40, ..., 55
   const auto lin = detail::axis_scale::make(25, 52, 440, 40);
   CHECK_FALSE(lin.log);
   const auto lt = lin.ticks(1, 25, 52, 28);
-  CHECK(lt.size() >= 3);
+  CHECK(lt.size() >= 4);
   for (double t : lt) CHECK(std::fabs(t / 5 - std::round(t / 5)) < 1e-9);  // round values
 }
 
@@ -165,4 +169,33 @@ TEST_CASE("the HTML report embeds the plot, the plan data, the per-op table and 
   CHECK(h.find("id=\"report-data\"") != std::string::npos);
   CHECK(h.find("data-report") != std::string::npos);
   CHECK(h.find("<td class=\"l\">yes</td>") != std::string::npos);  // data parallel fits 80 GiB
+}
+
+TEST_CASE("an empty frontier and a one-point frontier still render") {
+  frontier_report empty;
+  empty.model = "m";
+  CHECK(shown(empty).rows.empty());
+  CHECK(to_svg(empty).find("</svg>") != std::string::npos);
+  CHECK(to_html(empty).find("data-report") != std::string::npos);
+  CHECK(format_table(empty).find("iter time") != std::string::npos);
+  auto one = sample(1, 1.0);
+  one.chosen = 0;
+  CHECK(shown(one).rows == std::vector<std::size_t>{0});
+  CHECK(count(to_svg(one), "<circle class=\"pt\"") == 1);
+  CHECK(count(to_html(one), "<tr data-i=") == 1);
+}
+
+TEST_CASE("a predicted MFU gets its own column, still within 80 columns") {
+  auto r = sample(6, 0.5);
+  r.display_tolerance = 0;
+  CHECK(format_table(r).find("MFU") == std::string::npos);  // not known: no column
+  for (auto& p : r.points) p.mfu = 0.05 * p.time;
+  const auto t = format_table(r);
+  CHECK(t.find("  MFU  ") != std::string::npos);
+  CHECK(t.find("50.0%") != std::string::npos);  // point 0: 10 s * 0.05
+  std::istringstream in(t);
+  for (std::string line; std::getline(in, line);) CHECK(line.size() <= 80);
+  const auto h = to_html(r);
+  CHECK(h.find(">MFU</th>") != std::string::npos);
+  CHECK(h.find("<td>50.0 %</td>") != std::string::npos);
 }

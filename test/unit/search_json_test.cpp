@@ -3,39 +3,17 @@
 #include <random>
 #include <tensoropt/search/frontier_json.hpp>
 #include <tensoropt/search/problem_json.hpp>
+#include "random_problem.hpp"
 
 namespace to = tensoropt;
 using nlohmann::json;
 
 namespace {
 
+// A random DAG (the shared generator) whose names need JSON escapes.
 to::problem random_dag(std::mt19937_64& rng, int nodes, std::int64_t max_time) {
-  auto uni = [&](std::int64_t lo, std::int64_t hi) {
-    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
-  };
-  to::problem p;
-  p.memory_offset = uni(0, 1ll << 40);
-  for (int i = 0; i < nodes; ++i) {
-    std::string name = "layers.";
-    name += std::to_string(i);
-    name += ".op \"q\"";
-    to::problem_node n{name, {}};
-    const int m = int(uni(1, 4));
-    for (int c = 0; c < m; ++c)
-      n.configs.push_back({std::to_string(c) += " | rc", uni(0, max_time), uni(0, 1ll << 45)});
-    p.nodes.push_back(n);
-  }
-  for (int j = 1; j < nodes; ++j)
-    for (int i = 0; i < j; ++i)
-      if (uni(0, 2) == 0) {
-        to::problem_edge e{i, j, {}, {}};
-        const auto k = p.nodes[std::size_t(i)].configs.size() * p.nodes[std::size_t(j)].configs.size();
-        for (std::size_t q = 0; q < k; ++q) {
-          e.time.push_back(uni(0, max_time));
-          e.memory.push_back(uni(0, 1ll << 40));
-        }
-        p.edges.push_back(e);
-      }
+  auto p = rand_problem::random_problem(rng, rand_problem::shape_kind::dag, nodes, 4, true, max_time, 1ll << 45);
+  for (auto& n : p.nodes) n.name += " \"q\\\"";
   return p;
 }
 
@@ -162,8 +140,8 @@ TEST_CASE("frontier JSON: entries, union over micro-batch counts, exact round tr
         c.memory /= 2;
         c.time += 1000;
       }
-    const auto e1 = to::frontier_entries(p1, to::solve(p1), 1);
-    const auto e2 = to::frontier_entries(p2, to::solve(p2), 2);
+    const auto e1 = to::label_points(p1, to::solve(p1), 1);
+    const auto e2 = to::label_points(p2, to::solve(p2), 2);
     CHECK_NOTHROW(to::check_frontier(p1, e1, 1));
     const auto u = to::merge_frontiers({e1, e2});
     for (std::size_t i = 1; i < u.size(); ++i) {
@@ -188,7 +166,7 @@ TEST_CASE("frontier JSON: entries, union over micro-batch counts, exact round tr
 
 TEST_CASE("frontier JSON: malformed files are rejected") {
   const auto p = to::read_problem_json(good);
-  const auto pts = to::frontier_entries(p, to::solve(p), 1);
+  const auto pts = to::label_points(p, to::solve(p), 1);
   REQUIRE(pts.size() >= 2);
   const json base = json::parse(to::write_frontier_json(pts));
   auto expect = [&](auto edit, const char* message) {

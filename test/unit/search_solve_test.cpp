@@ -4,104 +4,12 @@
 #include <random>
 #include <tensoropt/search/query.hpp>
 #include <tensoropt/search/solve.hpp>
+#include "random_problem.hpp"
 
 namespace to = tensoropt;
+using namespace rand_problem;
 
 namespace {
-
-struct shape_kind {
-  enum value { chain, tree, series_parallel, dag, forest };
-};
-
-std::string label(char prefix, int i) {
-  std::string s = std::to_string(i);
-  s.insert(s.begin(), prefix);
-  return s;
-}
-
-// A random problem of the given kind. Costs are small integers (many ties and zeros) or
-// "real" picosecond/byte values; some configs duplicate another's edge rows so that
-// grouping into layout-configs is exercised.
-to::problem random_problem(std::mt19937_64& rng, int kind, int nodes, int max_configs, bool real) {
-  auto uni = [&](std::int64_t lo, std::int64_t hi) {
-    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
-  };
-  to::problem p;
-  p.memory_offset = uni(0, 1) ? uni(0, 1000) : 0;
-  std::vector<std::pair<int, int>> edges;
-  if (kind == shape_kind::chain) {
-    for (int i = 1; i < nodes; ++i) edges.push_back({i - 1, i});
-  } else if (kind == shape_kind::tree) {
-    for (int i = 1; i < nodes; ++i) {
-      const int parent = int(uni(0, i - 1));
-      if (uni(0, 1)) edges.push_back({parent, i});
-      else edges.push_back({i, parent});
-    }
-  } else if (kind == shape_kind::series_parallel) {
-    // two-terminal SP: subdivide an edge (series) or add a path or edge beside it (parallel)
-    nodes = std::max(nodes, 2);
-    int count = 2;
-    edges.push_back({0, 1});
-    while (count < nodes) {
-      const auto e = edges[std::size_t(uni(0, std::int64_t(edges.size()) - 1))];
-      const auto r = uni(0, 2);
-      if (r == 2) edges.push_back(e);  // parallel edge
-      const int w = count++;
-      if (r == 0) {
-        edges.erase(std::find(edges.begin(), edges.end(), e));
-      }
-      edges.push_back({e.first, w});
-      edges.push_back({w, e.second});
-    }
-  } else if (kind == shape_kind::dag) {
-    for (int j = 1; j < nodes; ++j) {
-      edges.push_back({int(uni(0, j - 1)), j});
-      for (int i = 0; i < j; ++i)
-        if (uni(0, 99) < 30) edges.push_back({i, j});
-    }
-  } else {  // forest: several components, some isolated nodes
-    for (int i = 1; i < nodes; ++i)
-      if (uni(0, 2) > 0) edges.push_back({int(uni(0, i - 1)), i});
-  }
-  auto cost = [&](bool memory) -> std::int64_t {
-    if (!real) return uni(0, 5);
-    if (uni(0, 9) == 0) return 0;
-    return memory ? uni(1, 1ll << 36) : uni(1, 2'000'000'000);
-  };
-  std::vector<int> m(std::size_t(nodes), 0);
-  for (int i = 0; i < nodes; ++i) {
-    m[std::size_t(i)] = int(uni(1, max_configs));
-    to::problem_node n{label('n', i), {}};
-    for (int c = 0; c < m[std::size_t(i)]; ++c)
-      n.configs.push_back({label('c', c), cost(false), cost(true)});
-    p.nodes.push_back(n);
-  }
-  // dup[i][c]: config c of node i copies the edge rows of this config
-  std::vector<std::vector<int>> dup(static_cast<std::size_t>(nodes));
-  for (int i = 0; i < nodes; ++i)
-    for (int c = 0; c < m[std::size_t(i)]; ++c)
-      dup[std::size_t(i)].push_back(c > 0 && uni(0, 3) == 0 ? int(uni(0, c - 1)) : c);
-  for (auto [a, b] : edges) {
-    to::problem_edge e{a, b, {}, {}};
-    const int ra = m[std::size_t(a)], rb = m[std::size_t(b)];
-    e.time.resize(std::size_t(ra * rb));
-    e.memory.resize(std::size_t(ra * rb));
-    for (int x = 0; x < ra; ++x)
-      for (int y = 0; y < rb; ++y) {
-        const int dx = dup[std::size_t(a)][std::size_t(x)], dy = dup[std::size_t(b)][std::size_t(y)];
-        const std::size_t k = std::size_t(x * rb + y);
-        if (dx != x || dy != y) {
-          e.time[k] = e.time[std::size_t(dx * rb + dy)];
-          e.memory[k] = e.memory[std::size_t(dx * rb + dy)];
-        } else {
-          e.time[k] = cost(false);
-          e.memory[k] = uni(0, 2) == 0 ? 0 : cost(true);
-        }
-      }
-    p.edges.push_back(e);
-  }
-  return p;
-}
 
 struct cost_pair {
   std::int64_t time, memory;
@@ -285,42 +193,45 @@ TEST_CASE("past the width limit the search restricts configs, says so, and stays
   CHECK(fallbacks > 0);
 }
 
-TEST_CASE("queries return the right point and explain infeasible budgets") {
+TEST_CASE("queries return the right point, or none, and explain infeasible budgets") {
   std::mt19937_64 rng(5);
+  auto B = [](to::cost_t m) { return to::from_byte_count(m); };
   for (int it = 0; it < 50; ++it) {
     const auto p = random_problem(rng, it % 5, 2 + int(rng() % 5), 6, true);
     if (strategies(p) > 100000) continue;
     const auto r = to::solve(p);
     const auto all = brute_force(p);
-    CHECK(to::least_memory(r).memory == all.front().memory);
-    CHECK(to::fastest(r).time == all.back().time);
+    REQUIRE(to::least_memory(r).has_value());
+    CHECK(r.points[*to::least_memory(r)].memory == all.front().memory);
+    CHECK(r.points[*to::fastest(r)].time == all.back().time);
     for (auto& e : all) {
       // fastest within exactly e.memory is e itself
-      CHECK(to::fastest_within(r, e.memory).time == e.time);
-      CHECK(to::fastest_within(r, e.memory + 0).memory == e.memory);
+      const auto q = to::fastest_within(r, B(e.memory));
+      REQUIRE(q.has_value());
+      CHECK(r.points[*q].time == e.time);
+      CHECK(r.points[*q].memory == e.memory);
     }
-    if (all.front().memory > 0) {
-      CHECK_THROWS_AS((void)to::fastest_within(r, all.front().memory - 1), to::infeasible);
-    }
+    if (all.front().memory > 0) CHECK(!to::fastest_within(r, B(all.front().memory - 1)).has_value());
     for (double pct : {0.0, 1.0, 10.0, 100.0}) {
-      const auto& q = to::least_memory_within(r, pct);
+      const auto q = to::least_memory_within(r, pct);
+      REQUIRE(q.has_value());
       const double limit = double(all.back().time) * (1 + pct / 100);
-      CHECK(double(q.time) <= limit);
+      CHECK(double(r.points[*q].time) <= limit);
       for (auto& e : all)
-        if (double(e.time) <= limit) CHECK(q.memory <= e.memory);
+        if (double(e.time) <= limit) CHECK(r.points[*q].memory <= e.memory);
     }
   }
-  to::frontier_result empty;
-  CHECK_THROWS_AS((void)to::least_memory(empty), to::infeasible);
+  const to::frontier_result empty;
+  CHECK(!to::least_memory(empty));
+  CHECK(!to::fastest(empty));
+  CHECK(!to::fastest_within(empty, to::from_byte_count(1) * 1e15));
+  CHECK(!to::least_memory_within(empty, 5));
   to::problem one;
   one.nodes = {{"x", {{"a", 10, 1 << 30}}}};
   const auto r1 = to::solve(one);
-  try {
-    (void)to::fastest_within(r1, 1000);
-    FAIL("expected infeasible");
-  } catch (const to::infeasible& e) {
-    CHECK(std::string(e.what()).find("the least memory is 1.000 GiB") != std::string::npos);
-  }
+  CHECK(!to::fastest_within(r1, B(1000)));
+  CHECK(to::fastest_within(r1, B(1 << 30)) == std::optional<std::size_t>(0));
+  CHECK(to::no_fit_message(r1.points, B(1000)).find("the least memory is " + to::format_bytes(to::bytes(to::gib))) != std::string::npos);
   CHECK_THROWS_AS((void)to::least_memory_within(r1, -1), to::invalid_argument);
 }
 

@@ -16,9 +16,13 @@ void check_frontier(std::initializer_list<int> counts) {
     po.micro_batches = {1, 2};
     const auto pf = to::plan_frontier(g, to::cluster::single_node(n), po);
     REQUIRE(pf.points.size() >= 1);
-    for (std::size_t i : {std::size_t(0), pf.points.size() / 2, pf.points.size() - 1}) {
-      const rt::training_plan p{pf.op_configs(i), pf.points[i].micro_batches, to::device_mesh(1, n)};
-      const std::string what = "frontier point #" + std::to_string(i) + " of " + std::to_string(pf.points.size());
+    for (const auto& chosen : {pf.least_memory(), pf.middle(), pf.fastest()}) {
+      REQUIRE(chosen.has_value());
+      const rt::training_plan p = chosen->training_plan();
+      CHECK(p.mesh.devices() == n);
+      CHECK(p.configs.size() == g.ops.size());
+      CHECK(p.micro_batches == chosen->micro_batches());
+      const std::string what = "frontier point #" + std::to_string(chosen->index()) + " of " + std::to_string(pf.size());
       check_against(g, ref, p, what.c_str());
     }
   }

@@ -114,10 +114,22 @@ std::string describe_range(const field_info<S, T>& f) {
   return "";
 }
 
-/// Cuts an echoed value short so a huge argument gives a short message.
+/// An echoed value kept to one short line: cut after 57 characters, control
+/// characters written as \xHH.
 inline std::string echo(std::string_view text) {
-  if (text.size() <= 60) return std::string(text);
-  return std::string(text.substr(0, 57)) + "...";
+  std::string out;
+  for (std::size_t i = 0; i < text.size() && i < 57 + (text.size() <= 60 ? 3 : 0); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f) {
+      static constexpr char hex[] = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += char(c);
+    }
+  }
+  return text.size() <= 60 ? out : out + "...";
 }
 
 template <class S, class T>
@@ -185,6 +197,31 @@ V parse_scalar(std::string_view who, const field_info<S, T>& f, std::string_view
   } else {
     static_assert(std::same_as<V, void>, "tensoropt::reflection: unsupported field type");
   }
+}
+
+/// `text` broken at spaces into lines of at most `width` columns, the first
+/// starting at column `indent` and the others indented to it.
+inline std::string wrap(const std::string& text, std::size_t indent, std::size_t width) {
+  std::string out, word;
+  std::size_t col = indent;
+  auto flush = [&] {
+    if (word.empty()) return;
+    if (col > indent && col + 1 + word.size() > width) {
+      out += "\n" + std::string(indent, ' ');
+      col = indent;
+    } else if (col > indent) {
+      out += ' ';
+      ++col;
+    }
+    out += word;
+    col += word.size();
+    word.clear();
+  };
+  for (char c : text)
+    if (c == ' ') flush();
+    else word += c;
+  flush();
+  return out;
 }
 
 template <class V>
@@ -318,7 +355,7 @@ std::string help_text(std::string_view prefix = "", const S& defaults = {}) {
     if constexpr (!std::same_as<T, bool>)
       if (!dv.empty()) note += (note.empty() ? "" : ", ") + std::string("default ") + dv;
     if (f.is_required) note += (note.empty() ? "" : ", ") + std::string("required");
-    out += head + std::string(f.help) + (note.empty() ? "" : "; " + note) + "\n";
+    out += head + detail::wrap(std::string(f.help) + (note.empty() ? "" : "; " + note), 26, 100) + "\n";
   });
   return out;
 }

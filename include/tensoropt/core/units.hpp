@@ -4,7 +4,10 @@
 // arithmetic and every value is constexpr. Mixing dimensions (bytes + seconds) does
 // not compile; dividing bytes by a bandwidth gives seconds, FLOPs by a FLOP rate
 // gives seconds. The search works on integer picoseconds and bytes (see
-// search/problem.hpp) so that its sums are exact.
+// search/problem.hpp) so that its sums are exact; `from_picoseconds` and
+// `from_byte_count` lift those into the typed units at the API edge, and dividing
+// two quantities of one dimension gives a plain number (`m / 1_MiB`, `t / 1_ms`),
+// so no call site reads `.value` or divides by 1e9 by hand.
 #pragma once
 #include <cmath>
 #include <compare>
@@ -48,6 +51,13 @@ using flop_rate = quantity<flop_rate_tag>;
 constexpr seconds operator/(bytes b, bandwidth bw) { return seconds(b.value / bw.value); }
 constexpr seconds operator/(flops f, flop_rate r) { return seconds(f.value / r.value); }
 
+/// Exact integer costs of the search (picoseconds, bytes) as typed quantities.
+constexpr seconds from_picoseconds(std::int64_t ps) { return seconds(double(ps) / 1e12); }
+constexpr bytes from_byte_count(std::int64_t b) { return bytes(double(b)); }
+/// A typed quantity as the search's integers: picoseconds (rounded), whole bytes (rounded down).
+constexpr std::int64_t to_picoseconds(seconds s) { return std::int64_t(s.value * 1e12 + (s.value >= 0 ? 0.5 : -0.5)); }
+constexpr std::int64_t to_byte_count(bytes b) { return std::int64_t(b.value); }
+
 constexpr double kib = 1024.0, mib = kib * 1024, gib = mib * 1024, tib = gib * 1024;
 
 /// Bandwidth in bytes per second, e.g. `gb_per_s(300)` for 300 GB/s (decimal).
@@ -59,6 +69,7 @@ namespace literals {
 constexpr bytes operator""_B(unsigned long long v) { return bytes(double(v)); }
 constexpr bytes operator""_KiB(unsigned long long v) { return bytes(double(v) * kib); }
 constexpr bytes operator""_MiB(unsigned long long v) { return bytes(double(v) * mib); }
+constexpr bytes operator""_MiB(long double v) { return bytes(double(v) * mib); }
 constexpr bytes operator""_GiB(unsigned long long v) { return bytes(double(v) * gib); }
 constexpr bytes operator""_GiB(long double v) { return bytes(double(v) * gib); }
 constexpr bytes operator""_TiB(unsigned long long v) { return bytes(double(v) * tib); }

@@ -57,28 +57,11 @@
 // its saved buffers / L: exact when the instances share their configs (the sum
 // over the repeat is one layer's working set), an average of them otherwise;
 // recomputed ops outside a repeat are charged nothing for it.
-// Edge time = k * (forward redistribution producer-output -> consumer-input +
-// backward redistribution of the gradient consumer -> producer); no backward for
-// integer tensors or for the model input; + k * the forward redistribution once
-// more when the consumer keeps the producer's shard of a gathered input (below).
-// Edge memory (saved inputs and recompute checkpoints):
-//  - Kept shard (Megatron's sequence parallelism, Korthikanti et al. sec. 4.2.2):
-//    when the forward redistribution is a pure all-gather (no partial source, every
-//    destination split divides the source split) the consumer keeps the
-//    producer's smaller shard and all-gathers it again in backward; otherwise it
-//    keeps its own (gathered or re-split) copy. This holds for the saved input of
-//    a plain consumer and for the checkpoint of a recomputed one.
-//  - A recomputed consumer keeps its input as checkpoint unless the producer is
-//    recomputed too and belongs to the same repeat instance (layer): then the
-//    input is rebuilt by recomputing the producer. Of several recomputed readers
-//    of one tensor inside one layer, only the first (in op order) is charged: they
-//    share one checkpoint (full recomputation keeps 2sbh per layer, as Megatron).
-//    Deliberate gap: a later recomputed reader whose first reader is not
-//    recomputed and does not save the tensor is charged nothing for it.
-// So edge memory depends on the recompute switches, edge time only on the layouts.
+// Edge costs (redistribution time, saved inputs and recompute checkpoints): see
+// edge_cost.hpp.
 // Simplifications (stated, not hidden): no overlap of communication with compute;
-// memory is the sum of what is kept (no transient peaks: those go in the
-// reserve); a shared (tied) parameter is stored, synchronized and charged by its
+// memory is the sum of what is kept (the working set of the running op and the
+// order in which buffers live are in plan/memory_peak.hpp's peak); a shared (tied) parameter is stored, synchronized and charged by its
 // first op only, even when a later op reads it under another layout; layouts with
 // equal degrees per level are equal (axes of a level are interchangeable).
 #pragma once
@@ -103,6 +86,10 @@ struct cost_options {
   precision prec = precisions::bf16_mixed;
   index_t micro_batches = 1;  ///< k: the graph is one micro-batch, run k times
   attention_kernel attention = attention_kernel::materialized;
+  /// Dropout masks are regenerated from a counter-based random stream in backward
+  /// (the CPU runtime) instead of kept: dropout ops keep nothing, a materialized
+  /// attention core keeps its softmax output only (P elements, not 2P + a mask).
+  bool regenerate_dropout = false;
   constexpr bool operator==(const cost_options&) const = default;
 };
 
@@ -148,6 +135,8 @@ struct op_cost {
   bytes param_state{};    ///< weights + grads + optimizer state
   bytes activations{};    ///< saved for backward (one micro-batch)
   bytes recompute_working{};  ///< under recompute in a repeat: its saved buffers / repeat count
+  bytes working_fwd{};  ///< held while its forward runs (not in memory(): see plan/memory_peak.hpp)
+  bytes working_bwd{};  ///< held while its backward runs (idem)
   constexpr seconds time() const { return compute + recompute + collectives + grad_sync + optimizer; }
   constexpr bytes memory() const { return param_state + activations + recompute_working; }
 };
@@ -188,14 +177,41 @@ constexpr double local_points(const op_node& op, const op_config& c) {
 constexpr bool same_instance(const op_node& a, const op_node& b) {
   return a.repeat_id == b.repeat_id && a.repeat_index == b.repeat_index;
 }
+/// Whether the local shard of parameter `m` splits evenly over `n` replicas along
+/// one of its axes (the runtime shards optimizer state along the first such axis
+/// and keeps it whole when none divides, e.g. 3 replicas of a [16, 8] weight).
+constexpr bool shardable(const op_graph& g, const tensor_map& m, const op_config& c, std::int64_t n) {
+  const auto& t = g.tensors[m.tensor];
+  std::uint32_t seen = 0;
+  for (int a = 0; a < t.rank; ++a) {
+    std::int64_t local = t.extents[a];
+    if (m.dim[a] >= 0 && !(seen >> m.dim[a] & 1u)) {
+      local /= c.total_degree(m.dim[a]);
+      seen |= 1u << m.dim[a];
+    }
+    if (local % n == 0) return true;
+  }
+  return false;
+}
+/// Whether op `v` keeps input `slot` for backward (a saved buffer that is the input).
+constexpr bool saves_input(const op_node& v, int slot) {
+  for (auto& b : v.saved)
+    if (b.input == slot) return true;
+  return false;
+}
 /// Bytes of the score tensors a materialized attention core moves (file comment).
 struct score_bytes {
   double fwd = 0, bwd = 0;
   int passes = 0;  ///< memory-bound kernels per direction (softmax, dropout)
 };
-constexpr score_bytes score_traffic(const op_node& op, const op_config& c, const precision& pr) {
-  double P = 1;  // local b * heads * sq * sk
+/// Local score elements of an attention core: b * heads * sq * sk over the splits.
+constexpr double local_scores(const op_node& op, const op_config& c) {
+  double P = 1;
   for (int d = 0; d < 4; ++d) P *= double(op.dims[d].extent) / double(c.total_degree(d));
+  return P;
+}
+constexpr score_bytes score_traffic(const op_node& op, const op_config& c, const precision& pr) {
+  const double P = local_scores(op, c);
   const double e = pr.activation_bytes();
   if (op.attr[1] > 0) return {P * (6 * e + 1), P * (9 * e + 1), 2};
   return {P * 4 * e, P * 7 * e, 1};
@@ -280,19 +296,39 @@ constexpr op_cost cost_op(const op_graph& g, int i, const op_config& c, const cl
       }
     }
     r.collectives = seconds(k * coll);
+    // Working set: forward holds the output and the inputs it does not keep; backward
+    // the output gradient, the input gradients and the parameter gradients.
+    const double out = op.output.tensor >= 0
+                           ? detail::local_elements(g, op, op.output, c) * detail::elem_bytes(g.tensors[op.output.tensor], pr)
+                           : 0.0;
+    double fwd_ws = out, bwd_ws = out;
+    for (std::size_t s = 0; s < op.inputs.size(); ++s) {
+      const auto& t = g.tensors[op.inputs[s].tensor];
+      const double in = detail::local_elements(g, op, op.inputs[s], c) * detail::elem_bytes(t, pr);
+      if (!detail::saves_input(op, int(s))) fwd_ws += in;
+      if (!t.integer) bwd_ws += in;
+    }
+    for (auto& p : op.params) bwd_ws += detail::local_elements(g, op, p, c) * double(pr.grad_bytes);
+    r.working_fwd = bytes(fwd_ws);
+    r.working_bwd = bytes(bwd_ws);
 
     bytes saved{};
     for (auto& s : op.saved) {
       if (s.input >= 0) continue;  // charged on the edge that delivers the input
       if (fused && (s.dims >> 3 & 1u)) continue;  // indexed by the key dim: not kept by a fused kernel
+      if (o.regenerate_dropout && (op.kind == op_kind::dropout || (op.kind == op_kind::attention && (s.dims >> 3 & 1u))))
+        continue;
       double n = s.multiplier;
       for (std::size_t d = 0; d < op.dims.size(); ++d)
         if (s.dims >> d & 1u) n *= double(op.dims[d].extent) / double(c.total_degree(int(d)));
       saved += bytes(n * (s.elem_bytes > 0 ? s.elem_bytes : pr.activation_bytes()));
     }
+    if (op.kind == op_kind::attention && !fused && o.regenerate_dropout)  // the softmax output
+      saved += bytes(detail::local_scores(op, c) * pr.activation_bytes());
     if (fused)  // the softmax statistics: b * heads * sq fp32 values
       saved += bytes(4.0 * double(op.dims[0].extent) / double(c.total_degree(0)) * double(op.dims[1].extent) /
                      double(c.total_degree(1)) * double(op.dims[2].extent));
+    if (c.recompute) r.working_bwd += saved;  // backward rebuilds what forward did not keep
     if (!c.recompute) r.activations = saved;
     else if (facts.repeats > 0) r.recompute_working = bytes((saved.value + detail::saved_input_bytes(g, op, c, pr)) /
                                                             double(facts.repeats));
@@ -303,7 +339,7 @@ constexpr op_cost cost_op(const op_graph& g, int i, const op_config& c, const cl
     const auto t = layout_of(op, p, g.tensors[p.tensor].rank, c, cl.mesh, false);
     const comm_group rg{{t.replicate[0], t.replicate[1]}};
     const double n = detail::local_elements(g, op, p, c);
-    const double shard = c.shard_optimizer ? double(rg.size()) : 1.0;
+    const double shard = c.shard_optimizer && detail::shardable(g, p, c, rg.size()) ? double(rg.size()) : 1.0;
     r.param_state += bytes(n * (pr.weight_bytes + (pr.grad_bytes + pr.optimizer_bytes) / shard));
     const double upd = pr.grad_bytes + 2.0 * (pr.optimizer_bytes + pr.weight_bytes) -
                        (pr.compute == dtype::fp32 ? 0.0 : double(pr.weight_bytes));
@@ -323,108 +359,8 @@ constexpr op_cost cost_op(const op_graph& g, int i, const op_config& c, const cl
   return cost_op(g, i, c, cl, o, analyze(g)[i]);
 }
 
-/// The layouts at both ends of edge `e` in forward (producer output -> consumer
-/// input) and in backward (consumer's input gradient, partial over the dims it does
-/// not follow -> producer's output gradient, replicated over them).
-struct edge_layouts {
-  tensor_layout fwd_src, fwd_dst, bwd_src, bwd_dst;
-};
-constexpr edge_layouts layouts_of_edge(const op_graph& g, const graph_edge& e, const op_config& cu,
-                                       const op_config& cv, const device_mesh& mesh) {
-  const op_node& u = g.ops[e.from];
-  const op_node& v = g.ops[e.to];
-  const int rank = g.tensors[e.tensor].rank;
-  const tensor_map& in = v.inputs[e.slot];
-  return {layout_of(u, u.output, rank, cu, mesh, true), layout_of(v, in, rank, cv, mesh, false),
-          layout_of(v, in, rank, cv, mesh, true), layout_of(u, u.output, rank, cu, mesh, false)};
-}
-
-namespace detail {
-/// Whether op `v` keeps input `slot` for backward (a saved buffer that is the input).
-constexpr bool saves_input(const op_node& v, int slot) {
-  for (auto& b : v.saved)
-    if (b.input == slot) return true;
-  return false;
-}
-/// Local elements of the producer's shard / the consumer's, when edge `e`'s forward
-/// redistribution is a pure all-gather (no partial source; every destination split
-/// divides the source split, at each level) and the source is smaller; else 1.
-constexpr double kept_shard_ratio(const op_graph& g, const graph_edge& e, const op_config& cu, const op_config& cv) {
-  const op_node& u = g.ops[e.from];
-  const op_node& v = g.ops[e.to];
-  const tensor_map& src = u.output;
-  const tensor_map& dst = v.inputs[e.slot];
-  const int rank = g.tensors[e.tensor].rank;
-  double ratio = 1;
-  for (int L = 0; L < max_levels; ++L) {
-    std::uint32_t su = 0, sv = 0;
-    for (int a = 0; a < rank; ++a) {
-      std::int64_t ds = 1, dd = 1;
-      if (src.dim[a] >= 0 && !(su >> src.dim[a] & 1u)) {
-        ds = cu.degree[L][src.dim[a]];
-        su |= 1u << src.dim[a];
-      }
-      if (dst.dim[a] >= 0 && !(sv >> dst.dim[a] & 1u)) {
-        dd = cv.degree[L][dst.dim[a]];
-        sv |= 1u << dst.dim[a];
-      }
-      if (ds % dd != 0) return 1;
-      ratio *= double(dd) / double(ds);
-    }
-    for (std::size_t d = 0; d < u.dims.size(); ++d)
-      if (!(su >> d & 1u) && cu.degree[L][d] > 1) return 1;  // partial source
-  }
-  return ratio;
-}
-/// Whether edge `e`'s consumer is the first op of its repeat instance reading the
-/// tensor (ops of one instance are contiguous in op order); true outside repeats.
-constexpr bool first_reader_in_layer(const op_graph& g, const graph_edge& e) {
-  const op_node& v = g.ops[e.to];
-  if (v.repeat_id < 0) return true;
-  for (int j = e.to - 1; j >= 0 && same_instance(g.ops[j], v); --j)
-    for (auto& in : g.ops[j].inputs)
-      if (in.tensor == e.tensor) return false;
-  for (std::size_t s = 0; s < std::size_t(e.slot); ++s)
-    if (v.inputs[s].tensor == e.tensor) return false;
-  return true;
-}
-}  // namespace detail
-
-/// Edge time per iteration (see the file comment). Depends only on the layouts.
-constexpr seconds edge_time(const op_graph& g, const graph_edge& e, const op_config& cu, const op_config& cv,
-                            const cluster& cl, const cost_options& o = {}) {
-  const auto& t = g.tensors[e.tensor];
-  const bytes total(double(t.size()) * detail::elem_bytes(t, o.prec));
-  const auto l = layouts_of_edge(g, e, cu, cv, cl.mesh);
-  const seconds fwd = redistribution_time(l.fwd_src, l.fwd_dst, t.rank, total, cl);
-  seconds s = fwd;
-  if (!t.integer && g.ops[e.from].kind != op_kind::input)
-    s += redistribution_time(l.bwd_src, l.bwd_dst, t.rank, total, cl);
-  if (detail::saves_input(g.ops[e.to], e.slot) && detail::kept_shard_ratio(g, e, cu, cv) < 1) s += fwd;  // re-gather
-  return s * double(o.micro_batches);
-}
-
-/// Edge memory: the consumer's saved input or recompute checkpoint (see the file comment).
-constexpr bytes edge_memory(const op_graph& g, const graph_edge& e, const op_config& cu, const op_config& cv,
-                            const cost_options& o = {}) {
-  const op_node& u = g.ops[e.from];
-  const op_node& v = g.ops[e.to];
-  const auto& t = g.tensors[e.tensor];
-  const double ratio = detail::kept_shard_ratio(g, e, cu, cv);
-  if (!cv.recompute) {
-    double b = 0;
-    for (auto& s : v.saved) {
-      if (s.input != e.slot) continue;
-      double n = s.multiplier;
-      for (std::size_t d = 0; d < v.dims.size(); ++d)
-        if (s.dims >> d & 1u) n *= double(v.dims[d].extent) / double(cv.total_degree(int(d)));
-      b += n * (s.elem_bytes > 0 ? s.elem_bytes : detail::elem_bytes(t, o.prec));
-    }
-    return bytes(b * ratio);
-  }
-  if (cu.recompute && detail::same_instance(u, v)) return bytes(0);
-  if (!detail::first_reader_in_layer(g, e)) return bytes(0);
-  return bytes(detail::local_elements(g, v, v.inputs[e.slot], cv) * detail::elem_bytes(t, o.prec) * ratio);
-}
-
 }  // namespace tensoropt
+
+// Edge costs live in edge_cost.hpp; included here so that op_cost.hpp keeps giving
+// the whole cost model.
+#include "edge_cost.hpp"

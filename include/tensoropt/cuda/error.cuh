@@ -42,6 +42,7 @@ inline std::string where(const char* call, const char* file, int line) {
   return std::string(call) + " at " + file + ":" + std::to_string(line);
 }
 [[noreturn]] inline void throw_cuda(cudaError_t e, const char* call, const char* file, int line) {
+  (void)cudaGetLastError();  // reset a non-sticky error, so the next launch check does not report it again
   const std::string msg = "CUDA error " + std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ") in " +
                           where(call, file, line);
   if (e == cudaErrorMemoryAllocation) throw out_of_memory(msg + "; free device memory or pick a plan that needs less");

@@ -112,10 +112,12 @@ const model_info& find(std::string_view name) {
   throw invalid_argument(msg);
 }
 
-/// The operator graph of the zoo model `name` at its default batch. Throws
-/// invalid_argument for an unknown name.
+/// The operator graph of the zoo model `name` at its default batch, or of a
+/// gpt:/bert: spec (model_spec.hpp). Throws invalid_argument for an unknown name
+/// or a bad spec.
 template <class = void>
 op_graph lower(std::string_view name) {
+  if (is_model_spec(name)) return parse_model_spec(name).lower();
   return find(name).lower();
 }
 

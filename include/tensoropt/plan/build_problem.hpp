@@ -28,7 +28,8 @@ struct build_options {
   bytes reserve{};               ///< workspace + communication buffers: memory_offset
   bool drop_dominated = true;
   attention_kernel attention = attention_kernel::materialized;  ///< how attention cores run
-  constexpr cost_options cost() const { return {prec, micro_batches, attention}; }
+  bool regenerate_dropout = false;  ///< see cost_options (true for the CPU runtime)
+  constexpr cost_options cost() const { return {prec, micro_batches, attention, regenerate_dropout}; }
 };
 
 /// The problem and what each of its configs means.

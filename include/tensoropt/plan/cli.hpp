@@ -35,6 +35,7 @@ struct plan_cli {
   std::vector<long> device_counts;
   std::optional<double> time_target;    ///< seconds, with --device-counts
   std::string frontier_json, problem_json, solve, svg, html;
+  std::string save_plan;                ///< write the chosen plan (tensoropt-plan/1)
   std::string strategy;                 ///< evaluate this SPEC instead of searching
   bool no_baselines = false, quiet = false, help = false;
   bool all_points = false;  ///< table, plot and HTML show every point, not a 1 % cover
@@ -76,6 +77,8 @@ struct reflection<plan_cli> {
       field("frontier-json", &c::frontier_json, "write the frontier, tensoropt-frontier/1").meta("FILE"),
       field("problem-json", &c::problem_json, "write the problem, tensoropt-problem/1; needs --micro-batches")
           .meta("FILE"),
+      field("save-plan", &c::save_plan, "write the chosen plan, tensoropt-plan/1: the fastest within "
+                                        "--memory-budget, else the fastest that fits the device").meta("FILE"),
       field("strategy", &c::strategy, "evaluate one plan instead of searching: dp=..,tp=..,sp=0|1,"
                                       "recompute=none|selective|full,zero=0|1 (dp default: devices / tp)")
           .meta("SPEC"),
@@ -115,12 +118,19 @@ inline plan_cli parse_plan_cli(int argc, const char* const* argv) {
   if (!c.solve.empty()) {
     static constexpr std::string_view model_flags[] = {"model", "devices", "nodes", "gpus-per-node", "gpu",
                                                        "precision", "batch", "device-counts", "time-target",
-                                                       "problem-json", "no-baselines"};
+                                                       "problem-json", "no-baselines", "save-plan", "strategy"};
     for (auto f : model_flags)
       if (g.has(f))
         throw invalid_argument("--" + std::string(f) + " does not apply to --solve, which reads the problem "
                                "(model, cluster and precision are already in it): drop --" + std::string(f));
   }
+  if (g.has("save-plan") && g.has("strategy"))
+    throw invalid_argument("--save-plan writes a plan of the frontier; --strategy evaluates one without searching: "
+                           "drop one");
+  if (g.has("save-plan") && g.has("device-counts"))
+    throw invalid_argument("--save-plan writes one plan of one cluster; --device-counts plans several: drop one");
+  if (g.has("strategy") && g.has("device-counts"))
+    throw invalid_argument("--strategy evaluates one plan on one cluster: drop --device-counts (or --strategy)");
   if (g.has("device-counts") && (g.has("devices") || g.has("nodes")))
     throw invalid_argument("--device-counts plans each listed count (nodes of --gpus-per-node devices): "
                            "drop --devices/--nodes");

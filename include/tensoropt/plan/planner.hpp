@@ -30,6 +30,7 @@
 #include "../search/frontier_json.hpp"
 #include "../search/solve.hpp"
 #include "build_problem.hpp"
+#include "planned_frontier.hpp"
 #include "search_mode.hpp"
 #include "report.hpp"
 #include "strategy.hpp"
@@ -47,44 +48,6 @@ struct planner_options {
   bool check_restriction = true;      ///< fast mode: compare with weighted-sum optima
   /// Progress lines ("k=4: 312 configs ... solved in 0.21 s"); empty: silent.
   std::function<void(const std::string&)> progress;
-};
-
-/// The problem and frontier of one micro-batch count.
-struct plan_part {
-  index_t micro_batches = 1;
-  std::shared_ptr<const built_problem> built;  ///< null once no final point uses it
-  frontier_result frontier;
-  double build_seconds = 0, solve_seconds = 0, check_seconds = 0;
-  std::size_t configs = 0, edges = 0;
-  search_mode mode = search_mode::exact;  ///< the mode that ran
-  std::string why;                        ///< why that mode (or why the k was skipped)
-  restriction_check check;                ///< fast mode: the check of its restriction
-};
-
-struct planned_frontier {
-  op_graph graph;                       ///< the full-batch graph
-  cluster cl;
-  planner_options options;
-  std::vector<plan_part> parts;
-  std::vector<frontier_entry> points;   ///< memory ascending, time strictly descending
-  std::vector<int> part_of;             ///< points[i] comes from parts[part_of[i]]
-  std::vector<baseline_result> baselines;
-  double search_seconds = 0;
-  bool exact = true;
-  bool restricted = false;              ///< some k ran in fast mode
-  /// One line per distinct mode decision ("fast mode: ... (k = 1, 2, 4)").
-  std::vector<std::string> mode_notes;
-
-  const built_problem& problem_of(std::size_t point) const { return *parts.at(part_of.at(point)).built; }
-  /// The op_config of every op under point `point`.
-  std::vector<op_config> op_configs(std::size_t point) const {
-    const auto& b = problem_of(point);
-    std::vector<op_config> c;
-    for (std::size_t i = 0; i < points[point].choice.size(); ++i)
-      c.push_back(b.configs[i][std::size_t(points[point].choice[i])]);
-    return c;
-  }
-  std::string summary(std::size_t point) const { return summarize(problem_of(point).graph, op_configs(point)); }
 };
 
 namespace detail {
@@ -120,7 +83,7 @@ inline std::string count_str(double v) {
 /// micro-batch count among `ks` that makes it fastest within the device memory (the
 /// least memory when none fits). `frontier` (may be empty) places each against it.
 inline std::vector<baseline_result> plan_baselines(const op_graph& g, const cluster& cl, const build_options& bo,
-                                                   const std::vector<frontier_entry>& frontier,
+                                                   const std::vector<frontier_point>& frontier,
                                                    const std::vector<index_t>& ks) {
   std::vector<baseline_result> out;
   const double cap = cl.gpu_spec.capacity.value;
@@ -157,7 +120,7 @@ inline std::vector<baseline_result> plan_baselines(const op_graph& g, const clus
     }
     if (best_k > 1) b.name += ", k " + std::to_string(best_k);
     // Where the frontier stands at this memory.
-    const frontier_entry* best = nullptr;
+    const frontier_point* best = nullptr;
     for (auto& p : frontier)
       if (double(p.memory) <= b.memory) best = &p;
     if (b.memory > cl.gpu_spec.capacity.value) {
@@ -221,7 +184,7 @@ inline problem time_then_memory(const problem& p) {
 /// with the two objectives folded into one (detail::time_then_memory), where every frontier
 /// shrinks to one point; its time and memory are then re-costed from the real problem.
 inline baseline_result single_objective_baseline(const op_graph& g, const cluster& cl, const build_options& bo,
-                                                 const std::vector<frontier_entry>& frontier,
+                                                 const std::vector<frontier_point>& frontier,
                                                  const std::vector<index_t>& ks) {
   baseline_result b;
   b.name = "min time (single objective)";
@@ -264,7 +227,7 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
   planned_frontier pf;
   pf.graph = g;
   pf.cl = cl;
-  pf.options = opt;
+  pf.build = opt.build;
   auto say = [&](const std::string& s) {
     if (opt.progress) opt.progress(s);
   };
@@ -275,7 +238,7 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
                         std::to_string(g.batch) + "; choose a divisor");
   // One problem per k, solved by a pool of threads; results land in slot idx so the
   // outcome does not depend on the order in which threads finish.
-  std::vector<std::vector<frontier_entry>> entries(ks.size());
+  std::vector<std::vector<frontier_point>> entries(ks.size());
   pf.parts.resize(ks.size());
   std::mutex mu;
   std::atomic<std::size_t> next{0};
@@ -335,7 +298,7 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
           part.check = check_restriction(built->prob, part.frontier, opt.solve.memory_limit);
           part.check_seconds = detail::seconds_since(tc);
         }
-        auto mine = frontier_entries(built->prob, part.frontier, int(k));
+        auto mine = label_points(built->prob, part.frontier, int(k));
         part.built = std::move(built);
         std::lock_guard lock(mu);
         ++done;
@@ -394,23 +357,21 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
   return pf;
 }
 
-/// Index of the fastest point within `budget` bytes, or -1 if none fits.
-inline int fastest_within_index(const planned_frontier& pf, double budget) {
-  int best = -1;
-  for (std::size_t i = 0; i < pf.points.size(); ++i)
-    if (double(pf.points[i].memory) <= budget) best = int(i);
-  return best;
-}
-
-/// The report of `pf` with point `chosen` (or -1) highlighted and its per-op table.
-inline frontier_report make_report(const planned_frontier& pf, const std::string& model, int chosen, double budget) {
+/// The report of `pf` with the plan `chosen` (if any) highlighted and its per-op
+/// table; `budget` (if any) is drawn as the memory budget.
+inline frontier_report make_report(const planned_frontier& pf, const std::string& model,
+                                   const std::optional<plan>& chosen_plan = std::nullopt,
+                                   std::optional<bytes> budget = std::nullopt) {
+  detail::require(!chosen_plan || &chosen_plan->frontier() == &pf,
+                  "make_report: the chosen plan belongs to another frontier");
+  const int chosen = chosen_plan ? int(chosen_plan->index()) : -1;
   frontier_report r;
   r.model = model;
   r.cluster = pf.cl.describe();
-  r.precision = std::string(pf.options.build.prec.name);
+  r.precision = std::string(pf.build.prec.name);
   r.samples = double(pf.graph.batch);
   r.capacity = pf.cl.gpu_spec.capacity.value;
-  r.budget = budget;
+  r.budget = budget ? budget->value : 0;
   r.search_seconds = pf.search_seconds;
   r.baselines = pf.baselines;
   r.chosen = chosen;

@@ -5,12 +5,14 @@
 // plot is in report_svg.hpp, the HTML page in report_html.hpp.
 //
 // Which points are shown. An exact frontier has thousands of points, nearly all within a
-// hair of a neighbour (gpt3-1.3b on 4 GPUs: 3,413 points, 71 in a 1 % cover). The table,
-// the plot's markers and the HTML table show a cover (search/cover.hpp): the fewest
-// points such that every frontier point has a shown point with no more memory and at
-// most `display_tolerance` more time (1 % unless told otherwise; 0 shows every point).
-// The chosen plan and the fastest plan are always shown. Past `max_shown` rows the tolerance steps up (2, 5,
-// 10, 20, 50 %, ...) until the cover fits, and the reports say which tolerance they used.
+// hair of a neighbour (gpt3-1.3b on 4 x V100-16GB over all micro-batch counts: 8,980
+// points, 65 in a 1 % cover; `tensoropt-plan --model gpt3-1.3b --devices 4 --gpu
+// v100-16gb --memory-budget 12`). The table, the plot's markers and the HTML table show
+// a cover (search/cover.hpp): the fewest points such that every frontier point has a
+// shown point with no more memory and at most `display_tolerance` more time (1 % unless
+// told otherwise; 0 shows every point). The chosen plan and the fastest plan are always
+// shown. Past `max_shown` rows the tolerance steps up (2, 5, 10, 20, 50 %, ...) until
+// the cover fits, and the reports say which tolerance they used.
 // The frontier JSON is never covered: it holds every point the search returned.
 //
 // What distinguishes a row. Neighbouring rows of a cover usually share their one-line
@@ -42,6 +44,7 @@ struct plan_point {
   std::vector<int> choice;     ///< config index per problem node
   std::vector<std::string> labels;
   std::string summary;         ///< "dp 4 x tp 2, recompute 12/24 layers"
+  double mfu = 0;              ///< predicted model FLOPs utilization (0.3 = 30 %); 0 = not known
 };
 
 /// A baseline strategy on the same cost model.
@@ -230,31 +233,38 @@ inline std::string format_table(const frontier_report& r, std::size_t max_rows =
   const auto sh = shown(r, max_rows);
   if (sh.rows.size() < r.points.size())
     o += std::to_string(sh.rows.size()) + " of " + std::to_string(r.points.size()) + " plans shown: " +
-         describe_tolerance(sh.tolerance) + " (the JSON output holds all)\n";
-  o += "    #  mem/device  iter time     k  first plan, then changes from the row above\n";
-  o += "-----  ----------  ---------  ----  --------------------------------------------\n";
+         describe_tolerance(sh.tolerance) + "\n";
+  // The MFU column (predicted model FLOPs utilization) when the points know it.
+  const bool mfu = std::any_of(r.points.begin(), r.points.end(), [](const plan_point& p) { return p.mfu > 0; });
+  o += std::string("    #  mem/device  iter time     k  ") + (mfu ? "  MFU  first plan, then changes from above\n"
+                                                              : "first plan, then changes from the row above\n");
+  o += std::string("-----  ----------  ---------  ----  ") + (mfu ? "-----  " : "") + std::string(mfu ? 37 : 44, '-') + "\n";
   for (std::size_t n = 0; n < sh.rows.size(); ++n) {
     const std::size_t i = sh.rows[n];
     const auto& p = r.points[i];
     const std::string what = n == 0 ? p.summary : describe_change(r, sh.rows[n - 1], i, 2, true);
     char line[256];
-    std::snprintf(line, sizeof line, "%c%4zu  %10s  %9s  %4d  %s\n", int(i) == r.chosen ? '*' : ' ', i,
+    std::snprintf(line, sizeof line, "%c%4zu  %10s  %9s  %4d  %s%s\n", int(i) == r.chosen ? '*' : ' ', i,
                   format_bytes(p.memory).c_str(), format_seconds(p.time).c_str(), p.micro_batches,
-                  detail::truncate(what, 44).c_str());
+                  mfu ? detail::fmt("%4.1f%%  ", 100 * p.mfu).c_str() : "", detail::truncate(what, mfu ? 37 : 44).c_str());
     o += line;
   }
   if (!r.baselines.empty()) {
     o += "\nbaselines (same cost model):\n";
     for (auto& b : r.baselines) {
+      // A long name ("min time (single objective), k 1024") gets a line of its own.
+      const bool own_line = b.name.size() > 28;
+      if (own_line) o += "  " + detail::truncate(b.name, 76) + "\n";
+      const std::string name = own_line ? "" : b.name;
       char line[256];
-      const std::string note = b.valid && !detail::misfit(r, b.memory).empty() ? detail::misfit(r, b.memory) : b.summary;
-      if (b.valid)
-        std::snprintf(line, sizeof line, "  %-28s %10s  %9s  %s\n", detail::truncate(b.name, 28).c_str(),
-                      format_bytes(b.memory).c_str(), format_seconds(b.time).c_str(),
-                      detail::truncate(note, 32).c_str());
-      else
-        std::snprintf(line, sizeof line, "  %-28s %s\n", detail::truncate(b.name, 28).c_str(),
-                      detail::truncate(b.summary, 48).c_str());
+      if (b.valid) {
+        const bool fits = detail::misfit(r, b.memory).empty();
+        const std::string note = fits ? b.summary : "does not fit (> " + format_bytes(r.capacity) + ")";
+        std::snprintf(line, sizeof line, "  %-28s %10s  %9s  %s\n", name.c_str(), format_bytes(b.memory).c_str(),
+                      format_seconds(b.time).c_str(), detail::truncate(note, 26).c_str());
+      } else {
+        std::snprintf(line, sizeof line, "  %-28s %s\n", name.c_str(), detail::truncate(b.summary, 48).c_str());
+      }
       o += line;
     }
   }

@@ -18,6 +18,7 @@
 // error to the page (`p.js-error`), and the script marks the page `data-report="ok"`
 // when it has drawn the panel. The browser test renders the page headless and checks both.
 #pragma once
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -77,6 +78,7 @@ inline std::string report_data(const frontier_report& r, const shown_points& sh)
     const auto& p = r.points[sh.rows[n]];
     o += std::string(n ? ",\n" : "\n") + "{\"i\":" + std::to_string(sh.rows[n]) + ",\"m\":" + json_string(format_bytes(p.memory)) +
          ",\"t\":" + json_string(format_seconds(p.time)) + ",\"k\":" + std::to_string(p.micro_batches) +
+         ",\"u\":" + json_string(p.mfu > 0 ? fmt("%.1f %%", 100 * p.mfu) : "") +
          ",\"s\":" + json_string(p.summary) + ",\"c\":[";
     for (std::size_t i = 0; i < p.labels.size(); ++i) {
       auto [it, fresh] = label_index.emplace(p.labels[i], labels.size());
@@ -134,7 +136,8 @@ inline constexpr const char* report_script = R"JS(
     highlight(i);
     panel.textContent = '';
     panel.appendChild(el('h3', 'Plan #' + i + (i === D.chosen ? ' (chosen)' : '')));
-    panel.appendChild(el('p', p.m + ' per device, ' + p.t + ' per iteration, ' + p.k + ' micro-batches'));
+    panel.appendChild(el('p', p.m + ' per device, ' + p.t + ' per iteration, ' + p.k + ' micro-batches' +
+                              (p.u ? ', MFU ' + p.u : '')));
     panel.appendChild(el('p', p.s));
     panel.appendChild(el('p', pinned === i ? 'Pinned: click the point again to unpin.'
                                            : 'Hover a point or a row to see its plan; click to pin it.', 'muted'));
@@ -202,18 +205,21 @@ inline std::string to_html(const frontier_report& r) {
          "<code>--all-points</code> lists them all, and the frontier JSON always holds every one.</p>\n";
   if (!r.notes.empty()) h += "<p>" + xml_escape(r.notes) + "</p>\n";
   h += "<div class=\"top\">" + to_svg(r) + "<div id=\"plan\" class=\"plan\">(the plan panel needs JavaScript)</div></div>\n";
-  h += "<h2>Frontier</h2>\n<p class=\"muted\">Each row after the first says what changes from the row above: the "
+  h += "<h2 id=\"frontier\">Frontier</h2>\n<p class=\"muted\">Each row after the first says what changes from the row above: the "
        "micro-batch count k, the main split, and the ops whose config changes, grouped over repeated layers. "
        "Configs: a dim and its degree (b4 = batch split 4 ways), r = replicated, | rc = recomputed, | zo = optimizer "
        "state sharded. \u201cStands for\u201d: the plans this row covers.</p>\n";
-  h += "<table><tr><th>#</th><th>memory / device</th><th>iteration time</th><th>samples/s</th><th>k</th>"
-       "<th class=\"l\">plan</th><th class=\"l\">change from the row above</th><th>stands for</th></tr>\n";
+  const bool mfu = std::any_of(r.points.begin(), r.points.end(), [](const plan_point& p) { return p.mfu > 0; });
+  h += std::string("<table><tr><th>#</th><th>memory / device</th><th>iteration time</th><th>samples/s</th>") +
+       (mfu ? "<th title=\"predicted model FLOPs utilization\">MFU</th>" : "") +
+       "<th>k</th><th class=\"l\">plan</th><th class=\"l\">change from the row above</th><th>stands for</th></tr>\n";
   for (std::size_t n = 0; n < sh.rows.size(); ++n) {
     const std::size_t i = sh.rows[n], last = n + 1 < sh.rows.size() ? sh.rows[n + 1] - 1 : r.points.size() - 1;
     const auto& p = r.points[i];
     h += "<tr data-i=\"" + std::to_string(i) + "\"" + (int(i) == r.chosen ? " class=\"chosen\"" : "") + "><td>" +
          std::to_string(i) + "</td><td>" + format_bytes(p.memory) + "</td><td>" + format_seconds(p.time) + "</td><td>" +
-         detail::fmt("%.1f", p.time > 0 ? r.samples / p.time : 0) + "</td><td>" + std::to_string(p.micro_batches) +
+         detail::fmt("%.1f", p.time > 0 ? r.samples / p.time : 0) + "</td><td>" +
+         (mfu ? detail::fmt("%.1f %%", 100 * p.mfu) + "</td><td>" : "") + std::to_string(p.micro_batches) +
          "</td><td class=\"l\">" +
          (n > 0 && r.points[sh.rows[n - 1]].summary == p.summary ? std::string("<span class=\"same\">as above</span>")
                                                                  : xml_escape(p.summary)) +
@@ -223,19 +229,20 @@ inline std::string to_html(const frontier_report& r) {
   }
   h += "</table>\n";
   if (!r.baselines.empty()) {
-    h += "<h2>Baselines</h2>\n<table><tr><th class=\"l\">strategy</th><th>memory / device</th>"
+    h += "<h2 id=\"baselines\">Baselines</h2>\n<table><tr><th class=\"l\">strategy</th><th>memory / device</th>"
          "<th>iteration time</th><th class=\"l\">fits the device?</th><th class=\"l\">note</th></tr>\n";
     for (auto& b : r.baselines) {
       const std::string misfit = b.valid ? detail::misfit(r, b.memory) : "";
       h += "<tr><td class=\"l\">" + xml_escape(b.name) + "</td><td>" + (b.valid ? format_bytes(b.memory) : "-") +
            "</td><td>" + (b.valid ? format_seconds(b.time) : "-") + "</td><td class=\"l\">" +
            (!b.valid ? "-" : misfit.empty() ? "yes" : xml_escape(misfit)) + "</td><td class=\"l\">" +
-           xml_escape(b.summary) + "</td></tr>\n";
+           (!misfit.empty() && b.summary.rfind("does not fit", 0) == 0 ? std::string() : xml_escape(b.summary)) +
+           "</td></tr>\n";
     }
     h += "</table>\n";
   }
   if (r.chosen >= 0 && !r.chosen_ops.empty()) {
-    h += "<h2>Chosen plan #" + std::to_string(r.chosen) + ": per op</h2>\n<table><tr><th class=\"l\">op"
+    h += "<h2 id=\"chosen\">Chosen plan #" + std::to_string(r.chosen) + ": per op</h2>\n<table><tr><th class=\"l\">op"
          "</th><th class=\"l\">config</th><th>time</th><th>memory</th><th class=\"l\">collectives</th></tr>\n";
     for (auto& o : r.chosen_ops)
       h += "<tr><td class=\"l\">" + xml_escape(o.op) + "</td><td class=\"l\"><code>" + xml_escape(o.config) +

@@ -80,7 +80,7 @@ struct axis_scale {
         for (auto [m, rank] : mult) c.push_back({d * m, rank});
     } else {
       const double raw = (h - l) / 5, mag = std::pow(10, std::floor(std::log10(raw)));
-      const double step = raw / mag < 2 ? 2 * mag : raw / mag < 5 ? 5 * mag : 10 * mag;
+      const double f = raw / mag, step = (f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10) * mag;
       for (double v = std::ceil(l / step * 5) * step / 5; v <= h; v += step / 5) {
         const double q = v / step;
         c.push_back({v, std::fabs(q - std::round(q)) < 1e-6 ? 0 : std::fabs(2 * q - std::round(2 * q)) < 1e-6 ? 1 : 2});
@@ -197,7 +197,8 @@ inline std::string to_svg(const frontier_report& r) {
       s += "<circle class=\"pt\" data-i=\"" + std::to_string(i) + "\" cx=\"" + px(xs(p.memory)) + "\" cy=\"" +
            px(ys(p.time)) + "\" r=\"3.5\" fill=\"#1f77b4\"><title>#" + std::to_string(i) + ": " +
            xml_escape(format_bytes(p.memory) + ", " + format_seconds(p.time) + ", k " + std::to_string(p.micro_batches) +
-                      ", " + p.summary) + "</title></circle>\n";
+                      (p.mfu > 0 ? ", MFU " + detail::fmt("%.1f %%", 100 * p.mfu) : "") + ", " + p.summary) +
+           "</title></circle>\n";
     }
     entry("<circle cx=\"" + px(lx + 6) + "\" cy=\"" + px(ly) + "\" r=\"3.5\" fill=\"#1f77b4\"/>",
           "frontier: " + std::to_string(r.points.size()) + " plans",
@@ -245,8 +246,8 @@ inline std::string to_svg(const frontier_report& r) {
            xml_escape(note) + "</text>\n";
     const double cx = lx + 6, cy = ly;
     entry(diamond(cx, cy, ""), b.name,
-          format_seconds(b.time) + ", " + format_bytes(b.memory) +
-              (misfit.empty() ? (b.summary.empty() ? "" : ": " + b.summary) : ": does not fit (> " + format_bytes(r.capacity) + ")"));
+          misfit.empty() ? format_seconds(b.time) + ", " + format_bytes(b.memory) + (b.summary.empty() ? "" : ": " + b.summary)
+                         : format_seconds(b.time) + "; " + misfit);
   }
   s += legend + "</svg>\n";
   return s;

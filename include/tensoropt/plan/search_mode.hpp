@@ -131,7 +131,10 @@ inline restriction_check check_restriction(const problem& p, const frontier_resu
   for (double w : ws) {
     ++out.weights;
     problem q = p;
-    auto scal = [w](cost_t t, cost_t m) { return w < 0 ? m : t + cost_t(std::llround(w * double(m))); };
+    // (saturated below 2^61: llround of a value beyond int64 is undefined)
+    auto scal = [w](cost_t t, cost_t m) {
+      return w < 0 ? m : t + cost_t(std::llround(std::min(w * double(m), double(max_problem_cost / 2))));
+    };
     q.memory_offset = 0;
     for (auto& n : q.nodes)
       for (auto& c : n.configs) { c.time = scal(c.time, c.memory); c.memory = 0; }

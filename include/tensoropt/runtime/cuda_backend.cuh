@@ -12,10 +12,12 @@
 // the pool's high-water mark and the fixed reserve (context, cuBLASLt workspace)
 // kept apart, so predicted and measured memory compare like with like.
 //
-// Devices: rank r of a local world uses GPU (options.device + r) mod the GPU count
-// (options.device < 0: from 0), so N ranks share one GPU on a one-GPU machine, each
-// with its own stream, pool and cuBLASLt handle. Errors are one line: no GPU,
-// out of memory (from the pool), a device that does not exist.
+// Devices: rank r uses GPU (options.device + r) mod the GPU count (options.device
+// < 0: from 0), so N ranks of a local world share one GPU on a one-GPU machine,
+// each with its own stream, pool and cuBLASLt handle, and move buffers through the
+// device data plane (cuda_data_plane.cuh); ranks that are processes (MPI) use the
+// NCCL data plane (cuda_nccl_plane.cuh). Errors are one line: no GPU, out of
+// memory (from the pool), a device that does not exist.
 #pragma once
 #include <cuda_runtime.h>
 #include <chrono>
@@ -32,6 +34,7 @@
 #include "backend.hpp"
 #include "cuda_data_plane.cuh"
 #include "cuda_kernels.cuh"
+#include "cuda_nccl_plane.cuh"
 
 namespace tensoropt::runtime {
 
@@ -192,8 +195,11 @@ class cuda_backend final : public cuda_backend_base {
                                    n);
     });
   }
+  /// Ranks that are threads of one process (a local world, any number per GPU):
+  /// the device data plane; processes (MPI): NCCL, one GPU per rank.
   std::unique_ptr<data_plane> make_data_plane(communicator& c) override {
-    return std::make_unique<cuda_local_data_plane>(c, stream(), device_, timeout_);
+    if (dynamic_cast<local_comm*>(&c)) return std::make_unique<cuda_local_data_plane>(c, stream(), device_, timeout_);
+    return std::make_unique<cuda_nccl_data_plane>(c, stream(), device_, timeout_);
   }
   void synchronize() override { stream_.synchronize(); }
   void bind() override { TENSOROPT_CUDA_CHECK(cudaSetDevice(device_)); }

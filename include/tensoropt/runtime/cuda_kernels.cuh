@@ -9,19 +9,22 @@
 // the requested-bytes peak of a plan in fp32 is the CPU's; workspaces that the CPU
 // kernels keep in std::vector are scratch (uncounted) here too.
 //
-// Covered: linear, relu, gelu, dropout, add, layer_norm, embedding, attention,
-// softmax_xent (the MLP and GPT models). Other kinds throw invalid_argument naming
-// the kind until their glue is written (the launchers exist in cuda/*.cuh).
+// Covered: linear, relu, gelu, dropout, add, concat, layer_norm, embedding,
+// attention, softmax_xent, conv2d, max/avg pooling, global average pooling and
+// batch norm (the MLP, GPT and CNN models). The MoE kinds throw invalid_argument
+// naming the kind until their glue is written (the launchers exist in cuda/*.cuh).
 #pragma once
 #include <cuda_runtime.h>
 #include <cstdint>
 #include <string>
 #include <tensoropt/cuda/gemm.cuh>
 #include <tensoropt/cuda/kernels_attention.cuh>
+#include <tensoropt/cuda/kernels_conv.cuh>
 #include <tensoropt/cuda/kernels_elementwise.cuh>
 #include <tensoropt/cuda/kernels_embedding.cuh>
 #include <tensoropt/cuda/kernels_loss.cuh>
 #include <tensoropt/cuda/kernels_norm.cuh>
+#include <tensoropt/cuda/kernels_pool.cuh>
 #include <vector>
 #include "backend.hpp"
 #include "op_context.hpp"
@@ -307,6 +310,177 @@ inline void softmax_xent_bwd(op_context& c, in_t in, in_t, op_state& st, const b
   });
 }
 
+// ---- concat: the output's axes, concat axis attr[0] (kernels_dense.hpp's concat_geometry) ----
+inline void concat_of(const op_context& c, index_t& outer, index_t& inner, std::vector<std::int64_t>& widths) {
+  const int ax = int(c.op.attr[0]);
+  const auto out = c.local_shape(c.op.output);
+  const int rank = c.graph.tensors[std::size_t(c.op.output.tensor)].rank;
+  outer = 1;
+  inner = 1;
+  for (int a = 0; a < ax; ++a) outer *= out[a];
+  for (int a = ax + 1; a < rank; ++a) inner *= out[a];
+  widths.clear();
+  for (auto& m : c.op.inputs) widths.push_back(c.local_shape(m)[ax]);
+}
+inline buffer concat_fwd(op_context& c, in_t in, in_t, op_state&) {
+  index_t outer, inner;
+  std::vector<std::int64_t> w;
+  concat_of(c, outer, inner, w);
+  index_t total = 0;
+  for (auto x : w) total += x;
+  buffer y = c.zeros(std::size_t(outer * total * inner));
+  dispatch(y.type(), [&]<class T>(T) {
+    std::vector<const T*> xs;
+    for (auto* b : in) xs.push_back(b->as<T>());
+    cuda::kernels::concat_forward<T>(dev(c).stream(), xs, w, y.as<T>(), outer, inner);
+  });
+  return y;
+}
+inline void concat_bwd(op_context& c, in_t, in_t, op_state&, const buffer& dy, std::vector<buffer>& din,
+                       std::vector<buffer>&) {
+  index_t outer, inner;
+  std::vector<std::int64_t> w;
+  concat_of(c, outer, inner, w);
+  dispatch(dy.type(), [&]<class T>(T) {
+    std::vector<T*> dx;
+    for (auto& d : din) dx.push_back(d.size() ? d.as<T>() : nullptr);
+    cuda::kernels::concat_backward<T>(dev(c).stream(), dy.as<T>(), w, dx, outer, inner);
+  });
+}
+
+// ---- conv2d: dims [b, cout, cin, oh, ow, kh, kw]; x [b, cin, ih, iw]; attr stride, pad rows, pad columns ----
+inline cuda::kernels::conv_geometry conv_of(const op_context& c) {
+  const auto& x = c.graph.tensors[std::size_t(c.op.inputs[0].tensor)];
+  cuda::kernels::conv_geometry d;
+  d.b = c.len(0);
+  d.co = c.len(1);
+  d.ci = c.len(2);
+  d.oh = c.len(3);
+  d.ow = c.len(4);
+  d.kh = c.len(5);
+  d.kw = c.len(6);
+  d.ih = x.extents[2];
+  d.iw = x.extents[3];
+  d.stride = c.op.attr[0];
+  d.pad = c.op.attr[1];
+  d.pad_w = c.op.attr[2];
+  return d;
+}
+inline bool conv_bias_here(const op_context& c) { return (c.op.attr[3] & 1) && c.block(2) == 0; }
+inline buffer conv2d_fwd(op_context& c, in_t in, in_t par, op_state&) {
+  const auto d = conv_of(c);
+  buffer y = c.zeros(std::size_t(d.b * d.co * d.oh * d.ow));
+  buffer ws = c.be.scratch(std::size_t(d.workspace()), y.type());
+  dispatch(y.type(), [&]<class T>(T) {
+    cuda::kernels::conv2d_forward(dev(c).gemm(), d, in[0]->as<T>(), par[0]->as<T>(),
+                                  conv_bias_here(c) ? par[1]->as<T>() : nullptr, y.as<T>(), ws.as<T>());
+  });
+  return y;
+}
+inline void conv2d_bwd(op_context& c, in_t in, in_t par, op_state&, const buffer& dy, std::vector<buffer>& din,
+                       std::vector<buffer>& dpar) {
+  const auto d = conv_of(c);
+  buffer ws = c.be.scratch(std::size_t(d.workspace()), dy.type());
+  dispatch(dy.type(), [&]<class T>(T) {
+    cuda::kernels::conv2d_backward(dev(c).gemm(), d, in[0]->as<T>(), par[0]->as<T>(), dy.as<T>(),
+                                   din[0].size() ? din[0].as<T>() : nullptr, dpar[0].as<T>(),
+                                   conv_bias_here(c) ? dpar[1].as<T>() : nullptr, ws.as<T>());
+  });
+}
+
+// ---- max / avg pool: dims [b, c, oh, ow, kh, kw]; attr stride, pad, kernel; saved: argmax (int64) ----
+inline cuda::kernels::pool_geometry pool_of(const op_context& c) {
+  const auto& xt = c.graph.tensors[std::size_t(c.op.inputs[0].tensor)];
+  cuda::kernels::pool_geometry g;
+  g.planes = c.len(0) * c.len(1);
+  g.oh = c.len(2);
+  g.ow = c.len(3);
+  g.ih = xt.extents[2];
+  g.iw = xt.extents[3];
+  g.stride = c.op.attr[0];
+  g.pad = c.op.attr[1];
+  g.k = c.op.attr[2];
+  return g;
+}
+inline buffer pool_fwd(op_context& c, in_t in, in_t, op_state& st) {
+  const auto g = pool_of(c);
+  const bool is_max = c.op.kind == op_kind::max_pool;
+  buffer y = c.zeros(std::size_t(g.planes * g.oh * g.ow));
+  buffer arg = c.be.scratch(is_max ? 2 * y.size() : 0, dtype::fp32);  // int64 per output, uncounted as on the CPU
+  dispatch(y.type(), [&]<class T>(T) {
+    cuda::kernels::pool_forward(dev(c).stream(), g, is_max, in[0]->as<T>(), y.as<T>(),
+                                is_max ? static_cast<std::int64_t*>(arg.raw()) : nullptr);
+  });
+  st.saved.push_back(std::move(arg));
+  return y;
+}
+inline void pool_bwd(op_context& c, in_t, in_t, op_state& st, const buffer& dy, std::vector<buffer>& din,
+                     std::vector<buffer>&) {
+  const auto g = pool_of(c);
+  const bool is_max = c.op.kind == op_kind::max_pool;
+  dispatch(dy.type(), [&]<class T>(T) {
+    cuda::kernels::pool_backward(dev(c).stream(), g, is_max, dy.as<T>(),
+                                 is_max ? static_cast<const std::int64_t*>(st.saved[0].raw()) : nullptr,
+                                 din[0].as<T>());
+  });
+}
+
+// ---- global average pool: dims [b, c, h, w]; y [b, c] partial over split h, w ----
+inline buffer gap_fwd(op_context& c, in_t in, in_t, op_state&) {
+  const index_t planes = c.len(0) * c.len(1), hw = c.len(2) * c.len(3);
+  const float inv = 1.f / float(c.extent(2) * c.extent(3));
+  buffer y = c.zeros(std::size_t(planes));
+  dispatch(y.type(), [&]<class T>(T) {
+    cuda::kernels::global_avg_pool_forward(dev(c).stream(), in[0]->as<T>(), y.as<T>(), planes, hw, inv);
+  });
+  return y;
+}
+inline void gap_bwd(op_context& c, in_t, in_t, op_state&, const buffer& dy, std::vector<buffer>& din,
+                    std::vector<buffer>&) {
+  const index_t planes = c.len(0) * c.len(1), hw = c.len(2) * c.len(3);
+  const float inv = 1.f / float(c.extent(2) * c.extent(3));
+  dispatch(dy.type(), [&]<class T>(T) {
+    cuda::kernels::global_avg_pool_backward(dev(c).stream(), dy.as<T>(), din[0].as<T>(), planes, hw, inv);
+  });
+}
+
+// ---- batch norm: dims [b, c, h, w]; statistics over b, h, w of every device (group c.over(0b1101)) ----
+inline buffer batch_norm_fwd(op_context& c, in_t in, in_t par, op_state& st) {
+  const index_t nb = c.len(0), ch = c.len(1), hw = c.len(2) * c.len(3);
+  const double count = double(c.extent(0) * c.extent(2) * c.extent(3));
+  const group g = c.over(0b1101u);
+  const auto s = dev(c).stream();
+  buffer sum = c.be.scratch(std::size_t(ch), dtype::fp32), sq = c.be.scratch(std::size_t(ch), dtype::fp32);
+  buffer stat = c.be.allocate(std::size_t(2 * ch), dtype::fp32), y = c.zeros(in[0]->size());
+  dispatch(y.type(), [&]<class T>(T) {
+    const T* x = in[0]->as<T>();
+    cuda::kernels::batch_norm_sums(s, x, sum.as<float>(), nb, ch, hw);
+    if (g.size() > 1) c.dp->all_reduce(g, sum);
+    cuda::kernels::batch_norm_centered_squares(s, x, sum.as<float>(), count, sq.as<float>(), nb, ch, hw);
+    if (g.size() > 1) c.dp->all_reduce(g, sq);
+    cuda::kernels::batch_norm_apply(s, x, sum.as<float>(), sq.as<float>(), count, par[0]->as<T>(), par[1]->as<T>(),
+                                    y.as<T>(), stat.as<float>(), nb, ch, hw);
+  });
+  st.saved.push_back(std::move(stat));
+  return y;
+}
+inline void batch_norm_bwd(op_context& c, in_t in, in_t par, op_state& st, const buffer& dy, std::vector<buffer>& din,
+                           std::vector<buffer>& dpar) {
+  const index_t nb = c.len(0), ch = c.len(1), hw = c.len(2) * c.len(3);
+  const double count = double(c.extent(0) * c.extent(2) * c.extent(3));
+  const auto s = dev(c).stream();
+  buffer both = c.be.scratch(std::size_t(2 * ch), dtype::fp32);
+  dispatch(dy.type(), [&]<class T>(T) {
+    cuda::kernels::batch_norm_backward_sums(s, in[0]->as<T>(), st.saved[0].as<float>(), dy.as<T>(),
+                                            both.as<float>(), dpar[0].as<T>(), dpar[1].as<T>(), nb, ch, hw);
+    if (!din[0].size()) return;
+    const group g = c.over(0b1101u);
+    if (g.size() > 1) c.dp->all_reduce(g, both);
+    cuda::kernels::batch_norm_backward_dx(s, in[0]->as<T>(), st.saved[0].as<float>(), dy.as<T>(), par[0]->as<T>(),
+                                          both.as<float>(), count, din[0].as<T>(), nb, ch, hw);
+  });
+}
+
 /// The kernels of op kind `k` on the CUDA backend.
 inline kernel kernel_of(op_kind k) {
   switch (k) {
@@ -316,6 +490,12 @@ inline kernel kernel_of(op_kind k) {
     case op_kind::relu:
     case op_kind::dropout: return {unary_fwd, unary_bwd};
     case op_kind::add: return {add_fwd, add_bwd};
+    case op_kind::concat: return {concat_fwd, concat_bwd};
+    case op_kind::conv2d: return {conv2d_fwd, conv2d_bwd};
+    case op_kind::max_pool:
+    case op_kind::avg_pool: return {pool_fwd, pool_bwd};
+    case op_kind::global_avg_pool: return {gap_fwd, gap_bwd};
+    case op_kind::batch_norm: return {batch_norm_fwd, batch_norm_bwd};
     case op_kind::layer_norm: return {layer_norm_fwd, layer_norm_bwd};
     case op_kind::embedding: return {embedding_fwd, embedding_bwd};
     case op_kind::attention: return {attention_fwd, attention_bwd};
@@ -323,8 +503,7 @@ inline kernel kernel_of(op_kind k) {
     default: break;
   }
   throw invalid_argument("the cuda backend has no kernel glue for op kind #" + std::to_string(int(k)) +
-                         " yet (linear, relu, gelu, dropout, add, layer_norm, embedding, attention and "
-                         "softmax_xent run on it); train this model with --backend cpu");
+                         " yet (the MoE ops); train this model with --backend cpu");
 }
 
 }  // namespace cuda_glue

@@ -23,12 +23,14 @@
 // and the data plane it makes; every kernel, element operation, allocation and
 // transfer goes through them, so the same executor runs on host or device buffers.
 #pragma once
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
+#include "../plan/training_plan.hpp"
 #include "../cost/op_cost.hpp"
 #include "backend.hpp"
 #include "data_plane.hpp"
@@ -38,13 +40,8 @@
 
 namespace tensoropt::runtime {
 
-/// What the executor runs: one config per op of the graph, the micro-batch count and
-/// the device mesh the configs are for.
-struct training_plan {
-  std::vector<op_config> configs;
-  int micro_batches = 1;
-  device_mesh mesh{1, 1};
-};
+/// What the executor runs (plan/training_plan.hpp).
+using tensoropt::training_plan;
 
 /// One global batch: one array per input op of the graph, in op order, each the
 /// whole (global) input tensor in row-major order (integer ids as exact floats).
@@ -92,7 +89,10 @@ class executor {
   /// The whole parameter `name` (collective: every device must call it).
   std::vector<float> gather(const std::string& name) { return gather(param_index(name), -1); }
   /// The whole tensor of parameter `t` (state < 0) or of its optimizer state array.
+  /// Under a backend with master weights (bf16-mixed) the parameter is read from
+  /// its fp32 master copy, so checkpoints and comparisons keep full precision.
   std::vector<float> gather(int t, int state) {
+    if (state < 0 && be_->extra_states()) state = opt_.states();
     const auto& P = params_[std::size_t(t)];
     const placement full = replicated(graph_.tensors[std::size_t(t)], int(plan_.mesh.devices()));
     be_->bind();
@@ -100,8 +100,10 @@ class executor {
                            : redistribute(*dp_, P.opt_place, P.state[std::size_t(state)], full, *be_);
     return be_->download(out);
   }
-  /// Sets parameter `t` (state < 0) or its optimizer state from the whole tensor.
+  /// Sets parameter `t` (state < 0) or its optimizer state from the whole tensor
+  /// (a parameter also sets its master copy, where the backend keeps one).
   void scatter(int t, int state, std::span<const float> whole) {
+    if (state < 0 && be_->extra_states()) scatter(t, opt_.states(), whole);
     auto& P = params_[std::size_t(t)];
     const auto& ti = graph_.tensors[std::size_t(t)];
     const placement& pl = state < 0 ? P.place : P.opt_place;
@@ -272,6 +274,7 @@ class executor {
       }
     }
     if (loss_op_ < 0) throw invalid_argument("graph '" + graph_.name + "' has no softmax_xent loss to train");
+    ensure_grad_buffers();
     for (std::size_t t = 0; t < graph_.tensors.size(); ++t)
       if (graph_.tensors[t].parameter && params_[t].users.empty())
         throw invalid_argument("parameter '" + graph_.tensors[t].name + "' is used by no op");
@@ -516,6 +519,23 @@ class executor {
     }
   }
 
+  /// Gradient buffers live for the whole run, zeroed after each update (as in
+  /// Megatron's contiguous gradient buffer): the cost model's parameter state counts
+  /// them next to every activation, so the runtime holds them from the first forward.
+  void ensure_grad_buffers() {
+    auto zeroed = [&](std::size_t n) { return be_->allocate(n, buffer_role::gradient); };
+    for (std::size_t j = 0; j < graph_.ops.size(); ++j)
+      for (std::size_t s = 0; s < graph_.ops[j].params.size(); ++s) {
+        const int t = graph_.ops[j].params[s].tensor;
+        auto& P = params_[std::size_t(t)];
+        const int rank = graph_.tensors[std::size_t(t)].rank;
+        if (!(P.opt_place == P.place)) {
+          if (P.grad.size() == 0) P.grad = zeroed(std::size_t(P.opt_place.box[me()].size(rank)));
+        } else if (pacc_[j][s].size() == 0)
+          pacc_[j][s] = zeroed(std::size_t(plans_[j].dpar[s].box[me()].size(rank)));
+      }
+  }
+
   void sync_and_update() {
     for (std::size_t t = 0; t < params_.size(); ++t) {
       auto& P = params_[t];
@@ -538,7 +558,7 @@ class executor {
           acc = be_->allocate(std::size_t(plans_[std::size_t(j)].dpar[std::size_t(s)].box[me()].size(rank)),
                               buffer_role::gradient);
         buffer part = redistribute(*dp_, plans_[std::size_t(j)].dpar[std::size_t(s)], acc, P.opt_place, *be_);
-        acc = {};  // gradients live from the first backward that produces them to the sync
+        acc = {};  // reallocated, zeroed, after the update
         be_->accumulate(g, part);
       }
       if (P.opt_place == P.place) {
@@ -549,6 +569,7 @@ class executor {
       be_->optimizer_update(opt_, step_ + 1, w, g, P.state);
       P.value = redistribute(*dp_, P.opt_place, w, P.place, *be_);  // all-gather of the updated shards
     }
+    ensure_grad_buffers();
   }
 
   void check_batch(const batch& b) const {

@@ -1,4 +1,4 @@
-// The frontier file "tensoropt-frontier/1": entries with labels, union over micro-batch counts, writer and reader.
+// The frontier file "tensoropt-frontier/1": labelled points, union over micro-batch counts, writer and reader.
 //
 // Format (units: seconds and bytes), points sorted by memory ascending with time
 // strictly descending, choice[i] indexing node i's configs in the problem:
@@ -18,24 +18,16 @@
 
 namespace tensoropt {
 
-/// One point of a frontier file: cost, its micro-batch count, and the strategy.
-struct frontier_entry {
-  cost_t time = 0, memory = 0;  ///< picoseconds, bytes
-  int micro_batches = 1;
-  std::vector<int> choice;
-  std::vector<std::string> labels;
-  bool operator==(const frontier_entry&) const = default;
-};
-
-/// The entries of `r`, a frontier of problem `p` built for `micro_batches` micro-batches.
-inline std::vector<frontier_entry> frontier_entries(const problem& p, const frontier_result& r,
-                                                    int micro_batches = 1) {
-  detail::require(micro_batches >= 1, "frontier_entries: micro_batches must be >= 1");
-  std::vector<frontier_entry> out;
+/// The points of `r`, a frontier of problem `p` built for `micro_batches`
+/// micro-batches, with that count and each node's config label filled in.
+inline std::vector<frontier_point> label_points(const problem& p, const frontier_result& r,
+                                                int micro_batches = 1) {
+  detail::require(micro_batches >= 1, "label_points: micro_batches must be >= 1");
+  std::vector<frontier_point> out;
   for (auto& q : r.points) {
-    frontier_entry e{q.time, q.memory, micro_batches, q.choice, {}};
+    frontier_point e{q.time, q.memory, q.choice, micro_batches, {}};
     detail::require(q.choice.size() == p.nodes.size(),
-                    "frontier_entries: the frontier is not one of this problem (node counts differ)");
+                    "label_points: the frontier is not one of this problem (node counts differ)");
     for (std::size_t i = 0; i < q.choice.size(); ++i)
       e.labels.push_back(p.nodes[i].configs.at(std::size_t(q.choice[i])).label);
     out.push_back(std::move(e));
@@ -45,8 +37,8 @@ inline std::vector<frontier_entry> frontier_entries(const problem& p, const fron
 
 /// The union of frontiers (e.g. one per micro-batch count), pruned to a staircase; of
 /// equal points the one with fewer micro-batches is kept.
-inline std::vector<frontier_entry> merge_frontiers(const std::vector<std::vector<frontier_entry>>& parts) {
-  std::vector<const frontier_entry*> all;
+inline std::vector<frontier_point> merge_frontiers(const std::vector<std::vector<frontier_point>>& parts) {
+  std::vector<const frontier_point*> all;
   for (auto& part : parts)
     for (auto& e : part) all.push_back(&e);
   std::sort(all.begin(), all.end(), [](auto* a, auto* b) {
@@ -54,14 +46,14 @@ inline std::vector<frontier_entry> merge_frontiers(const std::vector<std::vector
     if (a->time != b->time) return a->time < b->time;
     return a->micro_batches < b->micro_batches;
   });
-  std::vector<frontier_entry> out;
+  std::vector<frontier_point> out;
   for (auto* e : all)
     if (out.empty() || e->time < out.back().time) out.push_back(*e);
   return out;
 }
 
 /// The frontier as a JSON value in the "tensoropt-frontier/1" format.
-inline nlohmann::ordered_json frontier_to_json(const std::vector<frontier_entry>& pts) {
+inline nlohmann::ordered_json frontier_to_json(const std::vector<frontier_point>& pts) {
   nlohmann::ordered_json j;
   j["format"] = "tensoropt-frontier/1";
   j["points"] = nlohmann::ordered_json::array();
@@ -75,7 +67,7 @@ inline nlohmann::ordered_json frontier_to_json(const std::vector<frontier_entry>
 }
 
 /// The frontier file's text, one point per line.
-inline std::string write_frontier_json(const std::vector<frontier_entry>& pts) {
+inline std::string write_frontier_json(const std::vector<frontier_point>& pts) {
   const auto j = frontier_to_json(pts);
   std::string s = "{\"format\": \"tensoropt-frontier/1\",\n \"points\": [";
   for (std::size_t i = 0; i < pts.size(); ++i) s += (i ? ",\n  " : "\n  ") + j["points"][i].dump();
@@ -85,7 +77,7 @@ inline std::string write_frontier_json(const std::vector<frontier_entry>& pts) {
 
 /// Reads a frontier from a JSON value, checking every field and the staircase order;
 /// throws format_error naming the field and position.
-inline std::vector<frontier_entry> frontier_from_json(const nlohmann::json& j) {
+inline std::vector<frontier_point> frontier_from_json(const nlohmann::json& j) {
   using detail::json_field, detail::json_path;
   if (!j.is_object()) throw format_error(std::string("frontier: expected a JSON object, got ") + j.type_name());
   const auto& fmt = json_field(j, "format", "");
@@ -93,10 +85,10 @@ inline std::vector<frontier_entry> frontier_from_json(const nlohmann::json& j) {
     throw format_error("format: expected \"tensoropt-frontier/1\", got " + detail::json_echo(fmt));
   const auto& pts = detail::json_array(json_field(j, "points", ""), "points");
   if (pts.empty()) throw format_error("points: the frontier has no points");
-  std::vector<frontier_entry> out;
+  std::vector<frontier_point> out;
   for (std::size_t i = 0; i < pts.size(); ++i) {
     const std::string at = "points[" + std::to_string(i) + "]";
-    frontier_entry e;
+    frontier_point e;
     e.time = detail::json_seconds(json_field(pts[i], "time", at), json_path(at, "time"));
     e.memory = detail::json_bytes(json_field(pts[i], "memory", at), json_path(at, "memory"));
     const auto& k = json_field(pts[i], "micro_batches", at);
@@ -128,14 +120,14 @@ inline std::vector<frontier_entry> frontier_from_json(const nlohmann::json& j) {
 }
 
 /// Reads a frontier file's text; see frontier_from_json.
-inline std::vector<frontier_entry> read_frontier_json(std::string_view text) {
+inline std::vector<frontier_point> read_frontier_json(std::string_view text) {
   return frontier_from_json(detail::parse_json_text(text, "frontier"));
 }
 
 /// Checks the entries with `micro_batches == k` against problem `p` (the problem of that
 /// count): one choice per node, indices in range, labels equal, and each point's cost
 /// re-computed from the problem equal to its time and memory. Throws format_error.
-inline void check_frontier(const problem& p, const std::vector<frontier_entry>& pts, int k = 1) {
+inline void check_frontier(const problem& p, const std::vector<frontier_point>& pts, int k = 1) {
   for (std::size_t i = 0; i < pts.size(); ++i) {
     const auto& e = pts[i];
     if (e.micro_batches != k) continue;

@@ -1,14 +1,22 @@
-// Queries on a frontier: fastest within a memory budget, least memory, least memory near the fastest.
+// Queries on a frontier: fastest within a memory budget, least memory, fastest, and
+// least memory within x % of the fastest.
 //
-// Each query takes any range of points with `time` (ps) and `memory` (bytes) members
-// sorted as a frontier (memory ascending, time strictly descending): the `points` of a
-// `frontier_result`, or the entries of a frontier file. They return a reference into it.
+// Each query takes any staircase of points (memory ascending, time strictly
+// descending) whose elements have integer `time` (ps) and `memory` (bytes): the
+// `points` of a `frontier_result` or of a planned frontier, or a frontier file read
+// back. The answer is the position of the point, or no value when no point
+// qualifies (an empty frontier, or nothing within the budget): there is no sentinel
+// index and no throwing twin. The planner's frontier wraps the same queries into
+// plan handles (plan/planned_frontier.hpp). `no_fit_message` words the usual reason
+// for an empty answer.
 #pragma once
+#include <cstddef>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include "../core/error.hpp"
-#include "problem.hpp"
-#include "solve.hpp"
+#include "../core/units.hpp"
+#include "frontier_result.hpp"
 
 namespace tensoropt {
 namespace detail {
@@ -24,64 +32,65 @@ inline std::string fmt_seconds(cost_t ps) {
   std::snprintf(b, sizeof b, "%.6g s", double(ps) / ps_per_second);
   return b;
 }
-template <class Points>
-void require_points(const Points& pts, const char* query) {
-  if (pts.empty()) throw infeasible(std::string(query) + ": the frontier is empty");
-}
 
 }  // namespace detail
 
-/// The point with the least memory (the slowest point of the frontier).
+/// The position of the point with the least memory (the slowest), if any.
 template <class Points>
-const auto& least_memory(const Points& pts) {
-  detail::require_points(pts, "least_memory");
-  return pts.front();
+std::optional<std::size_t> least_memory(const Points& pts) {
+  if (pts.empty()) return std::nullopt;
+  return std::size_t(0);
 }
 
-/// The point with the least time (the one with the most memory).
+/// The position of the fastest point (the one with the most memory), if any.
 template <class Points>
-const auto& fastest(const Points& pts) {
-  detail::require_points(pts, "fastest");
-  return pts.back();
+std::optional<std::size_t> fastest(const Points& pts) {
+  if (pts.empty()) return std::nullopt;
+  return pts.size() - 1;
 }
 
-/// The fastest point whose memory is <= `memory_budget` bytes. Throws infeasible, stating
-/// the least memory any strategy needs, when none fits.
+/// The position of the fastest point whose memory is at most `budget`; none when no
+/// point fits (or the frontier is empty).
 template <class Points>
-const auto& fastest_within(const Points& pts, cost_t memory_budget) {
-  detail::require_points(pts, "fastest_within");
-  if (pts.front().memory > memory_budget)
-    throw infeasible("no strategy fits " + detail::fmt_gib(memory_budget) +
-                     " per device; the least memory is " + detail::fmt_gib(pts.front().memory) +
-                     " (point 0, iteration time " + detail::fmt_seconds(pts.front().time) +
-                     "): raise the budget, add devices or micro-batches");
-  std::size_t best = 0;
+std::optional<std::size_t> fastest_within(const Points& pts, bytes budget) {
+  std::optional<std::size_t> best;
   for (std::size_t i = 0; i < pts.size(); ++i)
-    if (pts[i].memory <= memory_budget) best = i;
-  return pts[best];
+    if (from_byte_count(pts[i].memory) <= budget) best = i;
+  return best;
 }
 
-/// The point with the least memory whose time is within `percent` % of the fastest
-/// (time <= fastest * (1 + percent / 100)). Throws invalid_argument for percent < 0.
+/// The position of the point with the least memory whose time is within `percent` %
+/// of the fastest (time <= fastest * (1 + percent / 100)); none for an empty
+/// frontier. Throws invalid_argument for a negative or NaN percent.
 template <class Points>
-const auto& least_memory_within(const Points& pts, double percent) {
+std::optional<std::size_t> least_memory_within(const Points& pts, double percent) {
   if (!(percent >= 0))
-    throw invalid_argument("least_memory_within: percent must be >= 0, got " +
-                           std::to_string(percent));
-  const auto& f = fastest(pts);
-  const double limit = double(f.time) * (1.0 + percent / 100.0);
-  for (const auto& q : pts)
-    if (double(q.time) <= limit) return q;
-  return f;
+    throw invalid_argument("least_memory_within: percent must be >= 0, got " + std::to_string(percent));
+  if (pts.empty()) return std::nullopt;
+  const double limit = double(pts.back().time) * (1.0 + percent / 100.0);
+  for (std::size_t i = 0; i < pts.size(); ++i)
+    if (double(pts[i].time) <= limit) return i;
+  return pts.size() - 1;
 }
 
-/// Overloads taking a frontier_result.
-inline const frontier_point& least_memory(const frontier_result& r) { return least_memory(r.points); }
-inline const frontier_point& fastest(const frontier_result& r) { return fastest(r.points); }
-inline const frontier_point& fastest_within(const frontier_result& r, cost_t memory_budget) {
-  return fastest_within(r.points, memory_budget);
+/// Why `fastest_within(pts, budget)` has no answer, as a one-line message naming
+/// the least memory any point needs and the ways out.
+template <class Points>
+std::string no_fit_message(const Points& pts, bytes budget) {
+  if (pts.empty()) return "the frontier is empty: no strategy fits the device";
+  return "no strategy fits " + format_bytes(budget) + " per device; the least memory is " +
+         format_bytes(from_byte_count(pts.front().memory)) + " (point 0, " +
+         format_seconds(from_picoseconds(pts.front().time)) +
+         " per iteration): raise the budget, add devices or micro-batches";
 }
-inline const frontier_point& least_memory_within(const frontier_result& r, double percent) {
+
+/// The same queries on a solve result.
+inline std::optional<std::size_t> least_memory(const frontier_result& r) { return least_memory(r.points); }
+inline std::optional<std::size_t> fastest(const frontier_result& r) { return fastest(r.points); }
+inline std::optional<std::size_t> fastest_within(const frontier_result& r, bytes budget) {
+  return fastest_within(r.points, budget);
+}
+inline std::optional<std::size_t> least_memory_within(const frontier_result& r, double percent) {
   return least_memory_within(r.points, percent);
 }
 

@@ -77,6 +77,7 @@
 #include <unistd.h>
 #endif
 #include "frontier.hpp"
+#include "frontier_result.hpp"
 #include "problem.hpp"
 #include "validate.hpp"
 #include "detail/cell_merge.hpp"
@@ -106,28 +107,6 @@ struct search_progress {
   std::size_t eliminated = 0, total = 0;  ///< nodes eliminated so far, of `total`
   std::size_t cells = 0;                  ///< cells of the factor just made
   std::size_t points = 0;                 ///< points in it
-};
-
-/// One point of a problem's frontier and a strategy (config index per node) attaining it.
-struct frontier_point {
-  cost_t time = 0, memory = 0;
-  std::vector<int> choice;
-  constexpr bool operator==(const frontier_point&) const = default;
-};
-
-/// The answer of `solve`: points sorted by memory ascending, time strictly descending.
-struct frontier_result {
-  std::vector<frontier_point> points;
-  bool exact = true;           ///< false under epsilon > 0 or the width fallback
-  bool width_fallback = false; ///< true when configs were restricted to fit width_limit
-  bool restricted = false;     ///< true when a stated restriction applies (search/repeated.hpp)
-  double epsilon = 0;          ///< the bound requested
-  std::size_t max_width = 0;   ///< most nodes in one factor made by the search
-  std::size_t max_cells = 0;   ///< most cells in one factor made by the search
-  std::size_t trace_entries = 0;
-  std::size_t prune_depth = 0; ///< most epsilon-pruned factors on one path (see the header)
-  std::size_t replayed = 0;    ///< eliminations replayed from an identical earlier one
-  std::string note;            ///< what the fallback did, if it ran
 };
 
 /// The answer of `solve_conditioned`: for each assignment of configs to the kept nodes

@@ -1,0 +1,117 @@
+// The planner's answer: a model's frontier over every micro-batch count, with the
+// problems behind its points, its baselines, and typed queries that return plans.
+//
+// `points` is the union of the per-micro-batch-count frontiers (memory ascending,
+// time strictly descending), each point saying its micro-batch count and labelled
+// per op. `parts` keeps, per count, the frontier of its problem and the built
+// problem itself while a final point still uses it (the problem maps a point's
+// config indices back to op configs).
+//
+// Queries return `std::optional<plan>` (plan/plan.hpp): no value when nothing
+// qualifies (an empty frontier, or no point within the budget), never a sentinel
+// index; `no_fit_message` words why for a user. They are the queries of
+// search/query.hpp on `points`, wrapped into handles:
+//   least_memory()              the slowest point
+//   fastest()                   the point with the most memory
+//   fastest_within(budget)      the fastest point with memory <= budget
+//   least_memory_within(pct)    the least memory with time <= fastest * (1 + pct/100)
+//   middle()                    the fastest point within the geometric mean of the
+//                               least and the most memory (a default between the ends)
+//   at(i)                       the point at position i (throws invalid_argument)
+#pragma once
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+#include "../cost/cluster.hpp"
+#include "../search/query.hpp"
+#include "build_problem.hpp"
+#include "plan.hpp"
+#include "report.hpp"
+#include "search_mode.hpp"
+#include "summary.hpp"
+
+namespace tensoropt {
+
+/// The problem and frontier of one micro-batch count.
+struct plan_part {
+  index_t micro_batches = 1;
+  std::shared_ptr<const built_problem> built;  ///< null once no final point uses it
+  frontier_result frontier;
+  double build_seconds = 0, solve_seconds = 0, check_seconds = 0;
+  std::size_t configs = 0, edges = 0;
+  search_mode mode = search_mode::exact;  ///< the mode that ran
+  std::string why;                        ///< why that mode (or why the k was skipped)
+  restriction_check check;                ///< fast mode: the check of its restriction
+};
+
+struct planned_frontier {
+  op_graph graph;                       ///< the full-batch graph
+  cluster cl;
+  build_options build;                  ///< precision, reserve and config bounds it was planned with
+  std::vector<plan_part> parts;
+  std::vector<frontier_point> points;   ///< memory ascending, time strictly descending
+  std::vector<int> part_of;             ///< points[i] comes from parts[part_of[i]]
+  std::vector<baseline_result> baselines;
+  double search_seconds = 0;
+  bool exact = true;
+  bool restricted = false;              ///< some k ran in fast mode
+  /// One line per distinct mode decision ("fast mode: ... (k = 1, 2, 4)").
+  std::vector<std::string> mode_notes;
+
+  std::size_t size() const { return points.size(); }
+  bool empty() const { return points.empty(); }
+
+  std::optional<plan> least_memory() const { return wrap(tensoropt::least_memory(points)); }
+  std::optional<plan> fastest() const { return wrap(tensoropt::fastest(points)); }
+  std::optional<plan> fastest_within(bytes budget) const { return wrap(tensoropt::fastest_within(points, budget)); }
+  /// Throws invalid_argument for a negative or NaN percent.
+  std::optional<plan> least_memory_within(double percent) const {
+    return wrap(tensoropt::least_memory_within(points, percent));
+  }
+  std::optional<plan> middle() const {
+    if (points.empty()) return std::nullopt;
+    const double lo = double(points.front().memory), hi = double(points.back().memory);
+    return fastest_within(bytes(std::sqrt(lo * hi)));
+  }
+  /// The plan at position `i`; throws invalid_argument past the end.
+  plan at(std::size_t i) const {
+    detail::require(i < points.size(), "planned frontier: plan #" + std::to_string(i) +
+                                                         " does not exist (the frontier has " +
+                                                         std::to_string(points.size()) + " points)");
+    return plan(*this, i);
+  }
+  /// Why fastest_within(budget) has no answer, naming the least memory.
+  std::string no_fit_message(bytes budget) const { return tensoropt::no_fit_message(points, budget); }
+
+  const built_problem& problem_of(std::size_t point) const { return *parts.at(std::size_t(part_of.at(point))).built; }
+  /// The op_config of every op under point `point`.
+  std::vector<op_config> op_configs(std::size_t point) const {
+    const auto& b = problem_of(point);
+    std::vector<op_config> c;
+    for (std::size_t i = 0; i < points[point].choice.size(); ++i)
+      c.push_back(b.configs[i][std::size_t(points[point].choice[i])]);
+    return c;
+  }
+  std::string summary(std::size_t point) const { return summarize(problem_of(point).graph, op_configs(point)); }
+
+ private:
+  std::optional<plan> wrap(std::optional<std::size_t> i) const {
+    if (!i) return std::nullopt;
+    return plan(*this, *i);
+  }
+};
+
+inline seconds plan::time() const { return seconds_of(point()); }
+inline bytes plan::memory() const { return bytes_of(point()); }
+inline int plan::micro_batches() const { return point().micro_batches; }
+inline const frontier_point& plan::point() const { return pf_->points.at(index_); }
+inline std::vector<op_config> plan::op_configs() const { return pf_->op_configs(index_); }
+inline tensoropt::training_plan plan::training_plan() const {
+  return {op_configs(), micro_batches(), pf_->cl.mesh};
+}
+inline std::string plan::summary() const { return pf_->summary(index_); }
+inline const op_graph& plan::graph() const { return pf_->graph; }
+
+}  // namespace tensoropt

@@ -1,0 +1,42 @@
+// One point of a solved frontier: its exact cost and a strategy that attains it.
+//
+// This is the one point type of every answer the library gives: `solve` returns
+// them (search/frontier_result.hpp), the planner keeps them per micro-batch count
+// and as their union (plan/planned_frontier.hpp), and the frontier file
+// "tensoropt-frontier/1" (search/frontier_json.hpp) writes and reads them.
+//
+// Costs stay the search's exact integers (picoseconds, bytes) so that a point
+// re-costed from its problem compares equal; `seconds_of` / `bytes_of` give the
+// typed quantities of core/units.hpp. The search's own working points (a cost and a
+// back-pointer, search/frontier.hpp) are internal to the algebra and never leave it.
+//
+// Fields:
+//   time, memory    picoseconds per iteration, bytes per device (the sum of the
+//                   problem's node and edge costs plus its memory offset)
+//   choice          config index per problem node (the strategy)
+//   micro_batches   the gradient-accumulation count k of the problem it came from
+//                   (1 when the problem says nothing about k)
+//   labels          the config label per node ("b2 n2 rc"); empty until the point is
+//                   labelled against its problem (`label_points`)
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+#include "../core/units.hpp"
+#include "problem.hpp"
+
+namespace tensoropt {
+
+struct frontier_point {
+  cost_t time = 0, memory = 0;  ///< picoseconds, bytes
+  std::vector<int> choice;
+  int micro_batches = 1;
+  std::vector<std::string> labels{};
+  constexpr bool operator==(const frontier_point&) const = default;
+};
+
+/// The point's iteration time and memory per device as typed quantities.
+constexpr seconds seconds_of(const frontier_point& p) { return from_picoseconds(p.time); }
+constexpr bytes bytes_of(const frontier_point& p) { return from_byte_count(p.memory); }
+
+}  // namespace tensoropt
