@@ -378,7 +378,7 @@ inline frontier_report make_report(const planned_frontier& pf, const std::string
   r.chosen = chosen;
   for (auto& op : pf.graph.ops) r.op_names.push_back(op.name);
   for (std::size_t i = 0; i < pf.points.size(); ++i) {
-    plan_point p;
+    frontier_report::point p;
     p.time = double(pf.points[i].time) / ps_per_second;
     p.memory = double(pf.points[i].memory);
     p.micro_batches = pf.points[i].micro_batches;
