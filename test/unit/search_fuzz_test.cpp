@@ -89,7 +89,7 @@ TEST_CASE("fuzz: mutated frontier files are refused clearly or accepted consiste
     CAPTURE(it);
     try_read(
         text, [](const std::string& t) { return to::read_frontier_json(t); },
-        [&](const std::vector<to::frontier_entry>& f) {
+        [&](const std::vector<to::frontier_point>& f) {
           for (std::size_t i = 1; i < f.size(); ++i) {
             CHECK(f[i - 1].memory < f[i].memory);
             CHECK(f[i - 1].time > f[i].time);
