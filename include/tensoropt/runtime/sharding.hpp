@@ -12,7 +12,9 @@
 // no-op, a finer split is a local slice, split -> replicated is an all-gather,
 // partial -> replicated an all-reduce, partial -> split a reduce-scatter, a change
 // of split axis an all-to-all. The summation order is fixed, so replicas get the
-// same bits.
+// same bits. A data plane with native collectives (NCCL) runs the layout changes
+// that are exactly one all-reduce, all-gather or reduce-scatter as that collective
+// (collective_match.hpp: same values, sums in the collective's order).
 #pragma once
 #include <array>
 #include <cstdint>
@@ -20,6 +22,7 @@
 #include <vector>
 #include "../cost/config.hpp"
 #include "backend.hpp"
+#include "collective_match.hpp"
 #include "data_plane.hpp"
 #include "shard_box.hpp"
 
@@ -162,6 +165,9 @@ inline buffer redistribute(data_plane& dp, const placement& from, const buffer& 
   const int rank = from.rank;
   const auto& mine = to.box[std::size_t(me)];
   if (from == to) return be.copy(local);  // identical placements: no traffic
+  if (dp.native_collectives())
+    if (const auto m = match_collective(from.box, to.box, rank, me); m.kind != collective_kind::none)
+      return run_collective(dp, m, local, std::size_t(mine.size(rank)), be);
   // Sends: for every target rank, the pieces this device provides.
   std::vector<buffer> packs;
   std::vector<outgoing> sends;
