@@ -1,4 +1,5 @@
-// Which redistributions are exactly one collective (collective_match.hpp), and
+// Which redistributions are one collective or all-reduce then all-gather
+// (collective_match.hpp), and
 // redistribute() through a data plane that opts into collectives gives the generic
 // path's values on random placements (split, replicated, partial).
 #include <doctest/doctest.h>
@@ -85,6 +86,13 @@ TEST_CASE("the standard layout changes are matched to their collective") {
   // two groups of two: partial over k in pairs, split over a between pairs -> replicated: not one collective
   const auto mixed = place(op, t, {{0, 2}, {3, 2}}, 4, true);
   CHECK(kind_of(mixed, rep) == K::none);
+  // ... it is two steps: all-reduce within each pair, then all-gather across pairs
+  const auto steps = rt::collective_steps(mixed.box, rep.box, 3, 1);
+  REQUIRE(steps.size() == 2);
+  CHECK(steps[0].kind == K::all_reduce);
+  CHECK(steps[1].kind == K::all_gather);
+  CHECK(steps[0].members.size() == 2);
+  CHECK(steps[1].members.size() == 2);
   // ... but -> split over a in pairs: an all-reduce within each pair
   const auto a2 = place(op, t, {{0, 2}}, 4, false);
   const auto m = rt::match_collective(mixed.box, a2.box, 3, 3);
@@ -100,7 +108,7 @@ TEST_CASE("redistribute through native collectives equals the generic exchange o
   const auto op = make_op();
   const auto t = make_tensor();
   std::mt19937 rng(11);
-  int used = 0;
+  int used = 0, two_steps = 0;
   for (int n : {2, 4}) {
     std::vector<to::op_config> configs;
     for (int a = 1; a <= n; a *= 2)
@@ -120,7 +128,7 @@ TEST_CASE("redistribute through native collectives equals the generic exchange o
       const auto from = rt::place(op, op.output, t, configs[rng() % configs.size()], mesh, true);
       const auto to_p = trial % 3 == 0 ? rt::replicated(t, n)
                                        : rt::place(op, op.output, t, configs[rng() % configs.size()], mesh, false);
-      std::atomic<int> bad = 0, coll = 0;
+      std::atomic<int> bad = 0, coll = 0, two = 0;
       w.run([&](rt::communicator& c) {
         rt::cpu_backend be;
         const auto& b = from.box[std::size_t(c.rank())];
@@ -139,13 +147,18 @@ TEST_CASE("redistribute through native collectives equals the generic exchange o
         if (got.size() != want.size()) ++bad;
         for (std::size_t j = 0; j < got.size() && j < want.size(); ++j)
           if (got[j] != want[j]) ++bad;
-        const bool matched = rt::match_collective(from.box, to_p.box, 3, c.rank()).kind != rt::collective_kind::none;
-        if (matched != (native.collectives == 1 && native.exchanges == 0)) ++bad;
+        const auto steps = int(rt::collective_steps(from.box, to_p.box, 3, c.rank()).size());
+        if (from == to_p ? native.collectives != 0
+                         : steps != native.collectives || native.exchanges != (steps ? 0 : 1))
+          ++bad;
         coll += native.collectives;
+        two += steps == 2;
       });
       CHECK(bad == 0);
       used += coll;
+      two_steps += two;
     }
   }
-  CHECK(used > 0);  // some random layout changes were collectives
+  CHECK(used > 0);       // some random layout changes were collectives
+  CHECK(two_steps > 0);  // and some were all-reduce then all-gather
 }

@@ -9,15 +9,18 @@
 // is one collective when every group has at least two members and all groups agree:
 //   all_reduce:     partial -> not partial; each group holds the terms 0..T-1 of
 //                   one region once each, and every member's target is that region;
-//   all_gather:     not partial -> not partial; each group's target region is the
+//   all_gather:     not partial -> not partial (groups: one target region and
+//                   one source term); each group's target region is the
 //                   concatenation, in ascending rank order, of equal slices along
 //                   one axis a (the axes before a have length 1 in the region, so
 //                   the concatenation is the dense box);
 //   reduce_scatter: partial -> not partial; each group holds the terms 0..T-1 of a
 //                   region once each, and the members' targets are its equal
 //                   slices along one axis a (outer axes of length 1), in rank order.
-// Anything else (an all-to-all, a finer local split, a mixture) is `none`: the
-// generic exchange. Every rank decides from the same placements, so all ranks take
+// A partial source whose reduced layout (every rank holding its region whole)
+// then gathers to the target is two steps, all-reduce then all-gather, the cost
+// model's order (collective_steps). Anything else (an all-to-all, a finer local
+// split, a mixture) is `none`: the generic exchange. Every rank decides from the same placements, so all ranks take
 // the same path (a collective on some ranks and an exchange on others would hang).
 //
 // Values: an all-gather moves bytes and equals the generic path bit for bit. An
@@ -88,7 +91,8 @@ inline collective_match match_collective(std::span<const shard_box> from, std::s
     group g;
     for (int s = 0; s < n; ++s)
       if (partial ? detail::same_box(from[std::size_t(s)], from[std::size_t(r)], rank)
-                  : detail::same_box(to[std::size_t(s)], to[std::size_t(r)], rank))
+                  : detail::same_box(to[std::size_t(s)], to[std::size_t(r)], rank) &&
+                        from[std::size_t(s)].term == from[std::size_t(r)].term)
         g.push_back(s);
     if (g.size() < 2) return {};
     collective_kind k = collective_kind::none;
@@ -119,6 +123,24 @@ inline collective_match match_collective(std::span<const shard_box> from, std::s
   }
   mine.kind = kind;
   return mine;
+}
+
+/// The collectives, in order, that move boxes `from` to `to` as seen by rank `me`:
+/// one step (match_collective), all-reduce then all-gather, or none (use the
+/// generic exchange).
+inline std::vector<collective_match> collective_steps(std::span<const shard_box> from, std::span<const shard_box> to,
+                                                      int rank, int me) {
+  if (auto m = match_collective(from, to, rank, me); m.kind != collective_kind::none) return {std::move(m)};
+  if (from.empty() || from[0].terms < 2) return {};
+  // reduced: each rank's region whole; its old term stays as a colour, so the
+  // all-gather groups take one holder of each region (the same term in each).
+  std::vector<shard_box> reduced(from.begin(), from.end());
+  for (auto& b : reduced) b.terms = 1;
+  auto first = match_collective(from, reduced, rank, me);
+  if (first.kind != collective_kind::all_reduce) return {};
+  auto second = match_collective(reduced, to, rank, me);
+  if (second.kind != collective_kind::all_gather) return {};
+  return {std::move(first), std::move(second)};
 }
 
 /// Runs a matched redistribution on `dp`: this rank's new shard (to_size elements,

@@ -166,8 +166,15 @@ inline buffer redistribute(data_plane& dp, const placement& from, const buffer& 
   const auto& mine = to.box[std::size_t(me)];
   if (from == to) return be.copy(local);  // identical placements: no traffic
   if (dp.native_collectives())
-    if (const auto m = match_collective(from.box, to.box, rank, me); m.kind != collective_kind::none)
-      return run_collective(dp, m, local, std::size_t(mine.size(rank)), be);
+    if (const auto steps = collective_steps(from.box, to.box, rank, me); !steps.empty()) {
+      if (steps.size() == 1) return run_collective(dp, steps[0], local, std::size_t(mine.size(rank)), be);
+      // all-reduce in uncounted scratch (the generic path counts only its result), then all-gather
+      const auto& own = from.box[std::size_t(me)];
+      buffer whole = be.scratch(local.size(), local.type());
+      be.copy_region(local, own, whole, own, own.lo, own.len, rank, false);
+      dp.all_reduce(steps[0].members, whole);
+      return run_collective(dp, steps[1], whole, std::size_t(mine.size(rank)), be);
+    }
   // Sends: for every target rank, the pieces this device provides.
   std::vector<buffer> packs;
   std::vector<outgoing> sends;
