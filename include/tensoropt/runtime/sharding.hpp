@@ -13,8 +13,9 @@
 // partial -> replicated an all-reduce, partial -> split a reduce-scatter, a change
 // of split axis an all-to-all. The summation order is fixed, so replicas get the
 // same bits. A data plane with native collectives (NCCL) runs the layout changes
-// that are exactly one all-reduce, all-gather or reduce-scatter as that collective
-// (collective_match.hpp: same values, sums in the collective's order).
+// that are exactly one all-reduce, all-gather or reduce-scatter (or all-reduce then
+// all-gather) as those collectives (collective_match.hpp: same values, sums in the
+// collective's order).
 #pragma once
 #include <array>
 #include <cstdint>
