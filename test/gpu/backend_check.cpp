@@ -6,8 +6,8 @@
 //    machine without OpenBLAS):
 //      backend_check --check FILE   runs the same cases on the GPU and compares.
 // Checks (each can fail): fp32 training on the GPU equals the CPU's losses and
-// weights within 1e-4 after 3 steps (MLP, GPT, CNN; MoE is reported as not run
-// while its kernel glue is missing); fp32 peak requested bytes equal the CPU's
+// weights within 1e-4 after 3 steps (MLP, GPT, CNN, MoE; a model whose op kinds
+// lack CUDA kernel glue is reported as not run); fp32 peak requested bytes equal the CPU's
 // within 1 %; 2 and 4 ranks on one GPU equal 1 rank within 1e-5; bf16-mixed
 // training's loss stays within 2 % of fp32 over 20 steps; a rank that skips a
 // collective makes its peer fail with a timeout naming the collective.

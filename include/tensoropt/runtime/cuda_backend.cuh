@@ -1,6 +1,7 @@
 // The CUDA backend: one rank's GPU as the executor sees it (backend.hpp), built
 // from the components of cuda/*.cuh: a stream, a caching memory pool, a cuBLASLt
-// engine, the device kernels (through cuda_kernels.cuh) and a device data plane.
+// engine, the device kernels (through cuda_kernels.cuh and, for the MoE ops,
+// cuda_kernels_moe.cuh) and a device data plane.
 //
 // Precision: fp32 (everything fp32, TF32 off in the GEMMs, for equivalence with
 // the CPU backend) or bf16-mixed (bf16 activations, weights and gradients; fp32
@@ -34,6 +35,7 @@
 #include "backend.hpp"
 #include "cuda_data_plane.cuh"
 #include "cuda_kernels.cuh"
+#include "cuda_kernels_moe.cuh"
 #include "cuda_nccl_plane.cuh"
 
 namespace tensoropt::runtime {
@@ -178,7 +180,10 @@ class cuda_backend final : public cuda_backend_base {
       TENSOROPT_CUDA_CHECK_LAUNCH();
     });
   }
-  kernel kernel_of(op_kind k) override { return cuda_glue::kernel_of(k); }
+  kernel kernel_of(op_kind k) override {
+    if (const kernel moe = cuda_glue::moe_kernel_of(k); moe.forward) return moe;
+    return cuda_glue::kernel_of(k);
+  }
   int extra_states() const override { return prec_.compute == dtype::fp32 ? 0 : 1; }
   void optimizer_update(const optimizer_options& o, std::int64_t t, buffer& w, const buffer& g,
                         std::vector<buffer>& state) override {

@@ -10,6 +10,10 @@
 // makes the wait abort the communicator and throw an error naming the pending
 // operations and the group (nccl.cuh). Sums are NCCL's (the same on every member,
 // but not in the host communicators' group order: compare with a tolerance).
+// Redistributions that are exactly one collective (collective_match.hpp) run as
+// NCCL AllReduce / AllGather / ReduceScatter, the collectives the cost model
+// prices them at; all-gathers are bit-exact, the sums equal the generic exchange's
+// to rounding only (NCCL's reduction order).
 //
 // NCCL refuses two ranks of one communicator on one GPU: ranks that are threads of
 // one process use cuda_data_plane.cuh instead (cuda_backend picks it).
@@ -69,6 +73,9 @@ class cuda_nccl_data_plane final : public data_plane {
     wait(ref, "all_gather");
   }
   void synchronize() override { TENSOROPT_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+  /// redistribute() maps all-reduce, all-gather and reduce-scatter layouts onto
+  /// NCCL's collectives (collective_match.hpp), grouped send/recv otherwise.
+  bool native_collectives() const override { return true; }
 
  private:
   template <class F>

@@ -57,6 +57,10 @@ class data_plane {
   virtual void all_gather(const group& g, const buffer& in, buffer& out) = 0;
   /// Waits until every transfer issued so far has completed (no-op on the host).
   virtual void synchronize() {}
+  /// Whether redistribute() should use this plane's collectives for the layout
+  /// changes that are exactly one collective (collective_match.hpp) instead of the
+  /// generic exchange: planes whose collectives are native (NCCL).
+  virtual bool native_collectives() const { return false; }
 };
 
 /// The data plane of host fp32 buffers: the communicator's own messages and

@@ -12,7 +12,10 @@
 // no-op, a finer split is a local slice, split -> replicated is an all-gather,
 // partial -> replicated an all-reduce, partial -> split a reduce-scatter, a change
 // of split axis an all-to-all. The summation order is fixed, so replicas get the
-// same bits.
+// same bits. A data plane with native collectives (NCCL) runs the layout changes
+// that are exactly one all-reduce, all-gather or reduce-scatter (or all-reduce then
+// all-gather) as those collectives (collective_match.hpp: same values, sums in the
+// collective's order).
 #pragma once
 #include <array>
 #include <cstdint>
@@ -20,6 +23,7 @@
 #include <vector>
 #include "../cost/config.hpp"
 #include "backend.hpp"
+#include "collective_match.hpp"
 #include "data_plane.hpp"
 #include "shard_box.hpp"
 
@@ -162,6 +166,16 @@ inline buffer redistribute(data_plane& dp, const placement& from, const buffer& 
   const int rank = from.rank;
   const auto& mine = to.box[std::size_t(me)];
   if (from == to) return be.copy(local);  // identical placements: no traffic
+  if (dp.native_collectives())
+    if (const auto steps = collective_steps(from.box, to.box, rank, me); !steps.empty()) {
+      if (steps.size() == 1) return run_collective(dp, steps[0], local, std::size_t(mine.size(rank)), be);
+      // all-reduce in uncounted scratch (the generic path counts only its result), then all-gather
+      const auto& own = from.box[std::size_t(me)];
+      buffer whole = be.scratch(local.size(), local.type());
+      be.copy_region(local, own, whole, own, own.lo, own.len, rank, false);
+      dp.all_reduce(steps[0].members, whole);
+      return run_collective(dp, steps[1], whole, std::size_t(mine.size(rank)), be);
+    }
   // Sends: for every target rank, the pieces this device provides.
   std::vector<buffer> packs;
   std::vector<outgoing> sends;
