@@ -6,6 +6,7 @@
 #include <tensoropt/plan/cli.hpp>
 #include <tensoropt/plan/device_file.hpp>
 #include <tensoropt/plan/planner.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -128,4 +129,56 @@ TEST_CASE("device file: --gpu-file on the command line") {
                        invalid_argument);
   const char* ok[] = {"tensoropt-plan", "--gpu-file", "x.json"};
   CHECK(parse_plan_cli(3, ok).gpu_file == "x.json");
+}
+
+TEST_CASE("device file of a GPU calibration") {
+  runtime::gpu_calibration c;
+  c.name = "NVIDIA Test";
+  c.gpus = 1;
+  c.capacity_bytes = 96.0 * gib;
+  c.bf16_flops = 600e12;
+  c.fp32_flops = 45e12;
+  c.copy_bandwidth = 3.2e12;
+  c.launch_seconds = 3e-6;
+  auto f = to_device_file(c, "a100-80gb");
+  CHECK(f.name == "NVIDIA Test");
+  CHECK(f.spec.memory_gib == doctest::Approx(96));
+  CHECK(f.spec.bf16_tflops == doctest::Approx(600));
+  CHECK(f.spec.fp32_tflops == doctest::Approx(45));
+  CHECK(f.spec.hbm_gbs == doctest::Approx(3200));
+  CHECK(f.launch_us == doctest::Approx(3));
+  // one GPU: the links are the preset's, and not listed as measured
+  CHECK(f.spec.nvlink_gbs == doctest::Approx(gpus::a100_80gb.nvlink.bw.value / 1e9));
+  CHECK(f.spec.network_gbs == doctest::Approx(gpus::a100_80gb.network.bw.value / 1e9));
+  CHECK(std::find(f.measured.begin(), f.measured.end(), "nvlink-gbs") == f.measured.end());
+  CHECK(read_device_json(device_json(f)) == f);
+  c.all_reduce_busbw = 350e9;
+  f = to_device_file(c, "a100-80gb");
+  CHECK(f.spec.nvlink_gbs == doctest::Approx(350));
+  CHECK(std::find(f.measured.begin(), f.measured.end(), "nvlink-gbs") != f.measured.end());
+  CHECK(read_device_json(device_json(f)) == f);
+  c.copy_bandwidth = 0;
+  CHECK_THROWS_WITH_AS(to_device_file(c), doctest::Contains("copy bandwidth is not positive"), invalid_argument);
+  c.copy_bandwidth = 1e12;
+  CHECK_THROWS_WITH_AS(to_device_file(c, "tpu-v4"), doctest::Contains("unknown GPU 'tpu-v4'"), invalid_argument);
+}
+
+TEST_CASE("GPU calibration without the CUDA target") {
+  // this program is not linked with tensoropt::cuda: no measurement is registered
+  CHECK_FALSE(runtime::has_gpu_calibrator());
+  runtime::gpu_calibration c;
+  std::string why;
+  CHECK_THROWS_WITH_AS(runtime::calibrate_gpu({}, c, why), doctest::Contains("link it with the tensoropt::cuda"),
+                       invalid_argument);
+  // a registered measurement is what calibrate_gpu calls
+  runtime::register_gpu_calibrator([](const runtime::gpu_calibrate_options&, runtime::gpu_calibration& out,
+                                      std::string& w) {
+    out.name = "fake";
+    w = "no device";
+    return false;
+  });
+  CHECK(runtime::has_gpu_calibrator());
+  CHECK_FALSE(runtime::calibrate_gpu({}, c, why));
+  CHECK(why == "no device");
+  CHECK(c.name == "fake");
 }

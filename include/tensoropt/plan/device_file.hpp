@@ -21,6 +21,8 @@
 // worth 5 us at the rate), as small GEMMs still run below the large ones' rate;
 // launch-us is the per-kernel overhead (a preset's is 4 us).
 //
+// to_device_file() makes the file of a GPU calibration (runtime/gpu_calibration.hpp).
+//
 // Bad files (not JSON, a NUL byte, another format tag, a missing, unknown,
 // non-numeric, zero or negative figure) are refused with one format_error line
 // that names the file and the field ("device.bf16-tflops").
@@ -36,6 +38,7 @@
 #include "../core/reflect_json.hpp"
 #include "../cost/device.hpp"
 #include "../cost/device_spec.hpp"
+#include "../runtime/gpu_calibration.hpp"
 #include "../search/json_read.hpp"
 
 namespace tensoropt {
@@ -130,6 +133,33 @@ inline device device_of(const device_file& f) {
   d.memory_efficiency = 1;
   d.launch_overhead = seconds(f.launch_us * 1e-6);
   return d;
+}
+
+/// The device preset file of `c`: measured figures, the links of preset
+/// `links_from` where they were not measured. Throws invalid_argument on a
+/// figure that is not positive (a failed measurement) or an unknown preset.
+inline device_file to_device_file(const runtime::gpu_calibration& c, const std::string& links_from = "h100-80gb") {
+  auto need = [](double v, const char* what) {
+    if (!(v > 0)) throw invalid_argument(std::string("GPU calibration: the measured ") + what + " is not positive");
+  };
+  need(c.capacity_bytes, "memory capacity");
+  need(c.bf16_flops, "bf16 GEMM rate");
+  need(c.fp32_flops, "fp32 GEMM rate");
+  need(c.copy_bandwidth, "copy bandwidth");
+  need(c.launch_seconds, "launch cost");
+  const device& links = gpus::find(links_from);
+  device_file f;
+  f.name = c.name.empty() ? std::string("gpu") : c.name;
+  f.spec.memory_gib = c.capacity_bytes / gib;
+  f.spec.bf16_tflops = c.bf16_flops / 1e12;
+  f.spec.fp32_tflops = c.fp32_flops / 1e12;
+  f.spec.hbm_gbs = c.copy_bandwidth / 1e9;
+  f.spec.nvlink_gbs = c.all_reduce_busbw > 0 ? c.all_reduce_busbw / 1e9 : links.nvlink.bw.value / 1e9;
+  f.spec.network_gbs = links.network.bw.value / 1e9;
+  f.launch_us = c.launch_seconds * 1e6;
+  f.measured = {"memory-gib", "bf16-tflops", "fp32-tflops", "hbm-gbs", "launch-us"};
+  if (c.all_reduce_busbw > 0) f.measured.push_back("nvlink-gbs");
+  return f;
 }
 
 }  // namespace tensoropt
