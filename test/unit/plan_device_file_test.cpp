@@ -70,7 +70,7 @@ TEST_CASE("device file: write, read back, device") {
   CHECK(d.peak_fp32.value == doctest::Approx(50e12));
   CHECK(d.memory_bw.value == doctest::Approx(3000e9));
   CHECK(d.capacity.value == doctest::Approx(80.0 * gib));
-  CHECK(d.launch_overhead.value == doctest::Approx(2.5e-6));
+  CHECK(d.launch_overhead.value * 1e6 == doctest::Approx(2.5));
   CHECK(d.nvlink.bw.value == doctest::Approx(300e9));
   CHECK(d.gemm_max_efficiency == 1);
   CHECK(d.memory_efficiency == 1);
@@ -106,6 +106,10 @@ TEST_CASE("device file: bad files are one line naming the field") {
   CHECK(refusal(edited([](auto& j) { j["launch-us"] = -1; })).find("launch-us") != std::string::npos);
   CHECK(refusal(edited([](auto& j) { j.erase("launch-us"); })).find("launch-us: missing field") != std::string::npos);
   CHECK(refusal(edited([](auto& j) { j.erase("name"); })).find("name: missing field") != std::string::npos);
+  CHECK(refusal(edited([](auto& j) { j["name"] = "a\nb"; })).find("name: a control character (code 10)") !=
+        std::string::npos);
+  CHECK(refusal(edited([](auto& j) { j["name"] = ""; })).find("name: expected 1 to 200 characters") !=
+        std::string::npos);
   CHECK(refusal(edited([](auto& j) { j["measured"] = {"speed"}; })).find("measured[0]") != std::string::npos);
   CHECK(refusal(edited([](auto& j) { j["extra"] = 1; })).find("unknown field 'extra'") != std::string::npos);
   std::string nul = device_json(sample());

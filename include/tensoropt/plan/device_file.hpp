@@ -80,6 +80,10 @@ inline device_file read_device_json(std::string_view text) {
       throw format_error("unknown field '" + cut_short(it.key()) + "'; valid: format, name, device, launch-us, measured");
   f.name = json_string(json_field(j, "name", ""), "name");
   if (f.name.empty() || f.name.size() > 200) throw format_error("name: expected 1 to 200 characters");
+  for (unsigned char ch : f.name)
+    if (ch < 0x20 || ch == 0x7f)
+      throw format_error("name: a control character (code " + std::to_string(int(ch)) +
+                         "); the name is printed in tables and reports");
   f.spec = from_json<device_spec>(json_field(j, "device", ""), "device");
   const auto& l = json_field(j, "launch-us", "");
   if (!l.is_number()) throw format_error("launch-us: expected a number of microseconds, got " + json_echo(l));
