@@ -122,6 +122,6 @@ grep -E "step .* ms|MFU|predicted|memory:" "$bench_log" | sed 's/^/  /' | tee -a
 # the device preset file (tensoropt-device/1): tensoropt-plan --gpu-file gpu_device.json
 run_step "GPU calibration (--gpu-file)" "$bench_log" timeout 120 "$bundle/gpu_calibrate" --seconds 0.1 \
   --out "$out/gpu_device.json"
-grep -E "^  (GEMM|copy|launch|all-reduce)" "$bench_log" | sed 's/^/  /' | tee -a "$summary"
+grep -E "^device [0-9]+ of [0-9]+:|^  (GEMM|copy|launch|all-reduce)" "$bench_log" | sed 's/^/  /' | tee -a "$summary"
 echo "gpu_check: $fails failure(s); figures in $out" | tee -a "$summary"
 [ $fails -eq 0 ]

@@ -23,7 +23,7 @@
 #include "launch.cuh"
 #include "memory.cuh"
 #include "stream.cuh"
-#if TENSOROPT_HAS_NCCL
+#ifdef TENSOROPT_HAS_NCCL
 #include <nccl.h>
 #endif
 
@@ -68,7 +68,7 @@ double gemm_rate(memory_pool& pool, gemm_engine& e, cudaStream_t s, long m, long
   return 2.0 * double(m) * double(n) * double(k) / t;
 }
 
-#if TENSOROPT_HAS_NCCL
+#ifdef TENSOROPT_HAS_NCCL
 /// All-reduce bus bandwidth over devices 0..n-1 (one process), bytes/s per device.
 inline double all_reduce_busbw(int n, std::size_t bytes, double budget) {
   std::vector<ncclComm_t> comms(n);
@@ -184,7 +184,7 @@ inline bool measure_gpu(const runtime::gpu_calibrate_options& o, runtime::gpu_ca
     }
     c.launch_seconds = best / launches;
   }
-#if TENSOROPT_HAS_NCCL
+#ifdef TENSOROPT_HAS_NCCL
   if (c.gpus >= 2) c.all_reduce_busbw = detail::all_reduce_busbw(c.gpus, o.all_reduce_bytes, budget);
 #endif
   return true;
