@@ -13,7 +13,8 @@
 # and only runs (gpu_bundle/ is git-ignored: carry it explicitly). A missing shared
 # library (libcublasLt, libnccl) makes the loader print one line naming it; the
 # script then names the package to install. Measured here (no GPU, 2 busy cores):
-# the bundle is 8.7 MiB; building it took 1.5 min of CPU (15 min wall).
+# the bundle is 8.7 MiB; building it took 1.5 min of CPU (15 min wall); gpu_calibrate,
+# added since, is 2.7 MiB more (its binary, unstripped).
 set -u -o pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bundle=$here/gpu_bundle
