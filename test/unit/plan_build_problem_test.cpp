@@ -1,6 +1,8 @@
 // plan/build_problem and plan/strategy: problem invariants, exact domination
 // dropping, cached costs equal direct ones, strategies and their costs.
 #include <tensoropt/models/gpt.hpp>
+#include <tensoropt/models/zoo.hpp>
+#include <tensoropt/search/validate.hpp>
 #include <tensoropt/plan/build_problem.hpp>
 #include <tensoropt/plan/strategy.hpp>
 #include <doctest/doctest.h>
@@ -46,7 +48,7 @@ void check_invariants(const built_problem& bp) {
     REQUIRE(pe.memory.size() == cu.size() * cv.size());
     for (std::size_t a = 0; a < cu.size(); a += 1 + cu.size() / 5)
       for (std::size_t b = 0; b < cv.size(); b += 1 + cv.size() / 5) {
-        CHECK(pe.time[a * cv.size() + b] == ps(edge_time(g, edges[e], cu[a], cv[b], bp.cl, co)));
+        CHECK(pe.time[a * cv.size() + b] == std::min(bp.time_cap, ps(edge_time(g, edges[e], cu[a], cv[b], bp.cl, co))));
         CHECK(pe.memory[a * cv.size() + b] == by(edge_memory(g, edges[e], cu[a], cv[b], co)));
       }
   }
@@ -188,4 +190,24 @@ TEST_CASE("the builder runs in a constant expression") {
   }();
   static_assert(n > 5);
   CHECK(n > 5);
+}
+
+TEST_CASE("the time cap keeps every sum exact: megatron-1t on 3,072 GPUs builds a problem the search accepts") {
+  const auto& m = models::find("megatron-1t");
+  const auto cl = cluster::nodes(384).gpus_per_node(8).gpu(gpus::find(m.gpu));
+  build_options o;
+  o.micro_batches = 384;
+  const auto b = build_problem(m.lower(), cl, o);
+  CHECK(b.time_cap == max_problem_cost / cost_t(b.prob.nodes.size() + b.prob.edges.size() + 1));
+  CHECK_NOTHROW(validate(b.prob));  // the 2^62 bound over every cost term holds
+  std::size_t capped = 0;
+  for (auto& n : b.prob.nodes)
+    for (auto& c : n.configs) CHECK(c.time < b.time_cap);
+  for (auto& e : b.prob.edges)
+    for (auto t : e.time) capped += t == b.time_cap;
+  MESSAGE("time cap " << double(b.time_cap) / ps_per_second << " s; " << capped << " edge cells capped");
+  // a small model never reaches the cap: its problem is the uncapped one
+  const auto s = build_problem(lower<tiny_gpt>(), cluster(device_mesh(1, 4), gpus::a100_40gb), {});
+  for (auto& n : s.prob.nodes)
+    for (auto& c : n.configs) CHECK(c.time < s.time_cap / 1000);
 }

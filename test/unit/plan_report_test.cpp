@@ -19,7 +19,7 @@ frontier_report sample(int n, double spread) {
   r.capacity = 80 * gib;
   r.op_names = {"embed", "layers.0.mlp.fc1", "layers.1.mlp.fc1", "head"};
   for (int i = 0; i < n; ++i) {
-    plan_point p;
+    frontier_report::point p;
     p.memory = gib * (1 + i * spread);
     p.time = 10.0 / (1 + i * spread);
     p.micro_batches = 1 + i % 4;

@@ -80,7 +80,7 @@ TEST_CASE("fuzz: mutated problem files are refused clearly or accepted consisten
 TEST_CASE("fuzz: mutated frontier files are refused clearly or accepted consistently") {
   std::mt19937_64 rng(7);
   const auto p = rand_problem::random_problem(rng, 3, 5, 3, true);
-  const auto entries = to::frontier_entries(p, to::solve(p), 2);
+  const auto entries = to::label_points(p, to::solve(p), 2);
   REQUIRE(entries.size() >= 2);
   const std::string seed = to::write_frontier_json(entries);
   outcome o;

@@ -71,7 +71,7 @@ TEST_CASE("frontier algebra: sum and union give pruned staircases with joined ba
   const auto a = to::make_frontier({{5, 1, la}, {1, 4, lb}, {6, 2, -1}, {5, 2, -1}});
   REQUIRE(a.size() == 2);
   CHECK(a.is_staircase());
-  CHECK(a.points[0] == to::frontier_point_ref{5, 1, la});
+  CHECK(a.points[0] == to::frontier::point{5, 1, la});
   const auto b = to::make_frontier({{3, 0, lc}, {0, 3, ld}});
   const auto s = to::minkowski_sum(a, b, t);
   // sums: (8,1) (5,4) (4,4) (1,7) -> (8,1) (4,4) (1,7)
@@ -92,7 +92,7 @@ TEST_CASE("frontier algebra: sum and union give pruned staircases with joined ba
 }
 
 TEST_CASE("epsilon filter keeps a cover within (1 + delta) in time and never worse in memory") {
-  std::vector<to::frontier_point_ref> pts;
+  std::vector<to::frontier::point> pts;
   for (int i = 0; i < 50; ++i) pts.push_back({1000 - 10 * i, i, -1});
   to::trace t;
   const auto exact = to::make_frontier(pts);

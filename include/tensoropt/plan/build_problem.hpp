@@ -39,6 +39,13 @@ struct built_problem {
   op_graph graph;                                ///< the micro-batch graph the costs are for
   cluster cl;
   build_options options;
+  /// Plans at or above this time (ps per iteration) are not searched: configs slower on
+  /// their own are dropped and redistribution times are capped at it, so that no sum the
+  /// search forms can leave the exact integer range (search/problem.hpp's 2^62 bound over
+  /// every cost term). Every strategy faster than the cap keeps its exact cost, so the
+  /// frontier below the cap is exact; the planner drops points at or above it. The cap is
+  /// 2^62 ps over the number of cost terms: about 1,300 s per op on megatron-1t (1,542 ops).
+  cost_t time_cap = max_problem_cost;
 };
 
 namespace detail {
@@ -123,6 +130,7 @@ constexpr built_problem build_problem(const op_graph& graph, const cluster& cl, 
   const auto facts = analyze(g);
   const auto canon = detail::canonical_ops(g, facts);
   const int n = int(g.ops.size());
+  out.time_cap = max_problem_cost / cost_t(n + g.edges().size() + 1);
   out.prob.memory_offset = detail::round_cost(o.reserve.value);
   out.prob.nodes.resize(n);
   out.configs.resize(n);
@@ -141,6 +149,8 @@ constexpr built_problem build_problem(const op_graph& graph, const cluster& cl, 
       pc.push_back({label_of(g.ops[i], c, cl.mesh), detail::round_cost(k.time().value * ps_per_second),
                     detail::round_cost(k.memory().value)});
     }
+    cost_t fastest = max_problem_cost;  // every config past the time cap: keep them all (validate says why)
+    for (auto& c : pc) fastest = std::min(fastest, c.time);
     for (std::size_t a = 0; a < all.size(); ++a) {
       bool dominated = false;
       if (o.drop_dominated)
@@ -150,7 +160,7 @@ constexpr built_problem build_problem(const op_graph& graph, const cluster& cl, 
           const bool equal = pc[b].time == pc[a].time && pc[b].memory == pc[a].memory;
           dominated = no_worse && (!equal || b < a);
         }
-      if (!dominated) {
+      if (!dominated && (pc[a].time < out.time_cap || fastest >= out.time_cap)) {
         node.configs.push_back(pc[a]);
         out.configs[i].push_back(all[a]);
       }
@@ -197,8 +207,8 @@ constexpr built_problem build_problem(const op_graph& graph, const cluster& cl, 
     std::vector<cost_t> times(ru.size() * rv.size());
     for (std::size_t a = 0; a < ru.size(); ++a)
       for (std::size_t b = 0; b < rv.size(); ++b)
-        times[a * rv.size() + b] =
-            detail::round_cost(edge_time(g, e, cu[ru[a]], cv[rv[b]], cl, co).value * ps_per_second);
+        times[a * rv.size() + b] = std::min(
+            out.time_cap, detail::round_cost(edge_time(g, e, cu[ru[a]], cv[rv[b]], cl, co).value * ps_per_second));
     pe.time.resize(cu.size() * cv.size());
     pe.memory.resize(cu.size() * cv.size());
     for (std::size_t a = 0; a < cu.size(); ++a)

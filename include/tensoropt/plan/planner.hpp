@@ -293,6 +293,7 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
           part.frontier = solve(built->prob, so, report);
         }
         part.solve_seconds = detail::seconds_since(ts);
+        std::erase_if(part.frontier.points, [&](const auto& q) { return q.time >= built->time_cap; });
         if (part.frontier.restricted && opt.check_restriction) {
           auto tc = std::chrono::steady_clock::now();
           part.check = check_restriction(built->prob, part.frontier, opt.solve.memory_limit);
@@ -377,7 +378,7 @@ inline frontier_report make_report(const planned_frontier& pf, const std::string
   r.chosen = chosen;
   for (auto& op : pf.graph.ops) r.op_names.push_back(op.name);
   for (std::size_t i = 0; i < pf.points.size(); ++i) {
-    plan_point p;
+    frontier_report::point p;
     p.time = double(pf.points[i].time) / ps_per_second;
     p.memory = double(pf.points[i].memory);
     p.micro_batches = pf.points[i].micro_batches;

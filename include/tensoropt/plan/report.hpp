@@ -33,50 +33,9 @@
 #include <vector>
 #include "../core/units.hpp"
 #include "../search/cover.hpp"
+#include "frontier_report.hpp"
 
 namespace tensoropt {
-
-/// One frontier point, ready to report.
-struct plan_point {
-  double time = 0;             ///< seconds per iteration
-  double memory = 0;           ///< bytes per device (peak, as the cost model predicts)
-  int micro_batches = 1;       ///< gradient-accumulation count k
-  std::vector<int> choice;     ///< config index per problem node
-  std::vector<std::string> labels;
-  std::string summary;         ///< "dp 4 x tp 2, recompute 12/24 layers"
-  double mfu = 0;              ///< predicted model FLOPs utilization (0.3 = 30 %); 0 = not known
-};
-
-/// A baseline strategy on the same cost model.
-struct baseline_result {
-  std::string name;            ///< "data parallel", "megatron tp 2 x dp 4", ...
-  double time = 0, memory = 0;
-  bool valid = true;           ///< false: the strategy does not apply (reason in summary)
-  std::string summary;
-};
-
-/// One op of the chosen plan.
-struct op_row {
-  std::string op, config;
-  double time = 0, memory = 0;
-  std::string collectives;     ///< e.g. "all-reduce grads 64 MiB (dp 8)"
-};
-
-struct frontier_report {
-  std::string model, cluster, precision;
-  double samples = 0;          ///< samples (global batch) per iteration
-  double capacity = 0;         ///< device memory, bytes (0 = unknown)
-  double budget = 0;           ///< memory budget, bytes (0 = none)
-  std::vector<plan_point> points;   ///< memory ascending, time descending
-  std::vector<baseline_result> baselines;
-  int chosen = -1;             ///< index into points, or -1
-  std::vector<op_row> chosen_ops;
-  double search_seconds = 0;
-  std::string notes;           ///< e.g. "epsilon 0.01: within 1 % of exact"
-  std::vector<std::string> op_names;  ///< name of each op (problem node) the labels refer to; may be empty
-  double display_tolerance = default_display_tolerance;  ///< the cover shown; 0 = every point
-  std::size_t max_shown = 300;       ///< most rows before the tolerance steps up
-};
 
 /// The points a report shows: ascending indices into `points`, and the tolerance used.
 struct shown_points {
@@ -235,7 +194,7 @@ inline std::string format_table(const frontier_report& r, std::size_t max_rows =
     o += std::to_string(sh.rows.size()) + " of " + std::to_string(r.points.size()) + " plans shown: " +
          describe_tolerance(sh.tolerance) + "\n";
   // The MFU column (predicted model FLOPs utilization) when the points know it.
-  const bool mfu = std::any_of(r.points.begin(), r.points.end(), [](const plan_point& p) { return p.mfu > 0; });
+  const bool mfu = std::any_of(r.points.begin(), r.points.end(), [](const frontier_report::point& p) { return p.mfu > 0; });
   o += std::string("    #  mem/device  iter time     k  ") + (mfu ? "  MFU  first plan, then changes from above\n"
                                                               : "first plan, then changes from the row above\n");
   o += std::string("-----  ----------  ---------  ----  ") + (mfu ? "-----  " : "") + std::string(mfu ? 37 : 44, '-') + "\n";

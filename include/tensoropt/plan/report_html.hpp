@@ -209,7 +209,7 @@ inline std::string to_html(const frontier_report& r) {
        "micro-batch count k, the main split, and the ops whose config changes, grouped over repeated layers. "
        "Configs: a dim and its degree (b4 = batch split 4 ways), r = replicated, | rc = recomputed, | zo = optimizer "
        "state sharded. \u201cStands for\u201d: the plans this row covers.</p>\n";
-  const bool mfu = std::any_of(r.points.begin(), r.points.end(), [](const plan_point& p) { return p.mfu > 0; });
+  const bool mfu = std::any_of(r.points.begin(), r.points.end(), [](const frontier_report::point& p) { return p.mfu > 0; });
   h += std::string("<table><tr><th>#</th><th>memory / device</th><th>iteration time</th><th>samples/s</th>") +
        (mfu ? "<th title=\"predicted model FLOPs utilization\">MFU</th>" : "") +
        "<th>k</th><th class=\"l\">plan</th><th class=\"l\">change from the row above</th><th>stands for</th></tr>\n";

@@ -25,13 +25,6 @@
 
 namespace tensoropt {
 
-/// One point of a frontier: its cost and a back-pointer (-1: no choice recorded).
-struct frontier_point_ref {
-  cost_t time = 0, memory = 0;
-  std::int32_t tag = -1;
-  constexpr bool operator==(const frontier_point_ref&) const = default;
-};
-
 /// The back-pointer arena: entry i is a leaf (a < 0: node -1-a takes config b) or the
 /// union of the choices of two earlier entries a and b.
 struct trace {
@@ -119,7 +112,13 @@ constexpr void epsilon_filter(std::vector<candidate>& c, double delta) {
 
 /// A frontier with back-pointers; `points` sorted by memory ascending, time descending.
 struct frontier {
-  std::vector<frontier_point_ref> points;
+  /// One point: its cost and a back-pointer into the trace (-1: no choice recorded).
+  struct point {
+    cost_t time = 0, memory = 0;
+    std::int32_t tag = -1;
+    constexpr bool operator==(const point&) const = default;
+  };
+  std::vector<point> points;
 
   constexpr std::size_t size() const { return points.size(); }
   constexpr bool empty() const { return points.empty(); }
@@ -136,7 +135,7 @@ struct frontier {
 
 /// Prunes arbitrary points (any order) into a frontier; dominated points and all but
 /// one of equal points are dropped. Tags are kept as they are.
-constexpr frontier make_frontier(std::vector<frontier_point_ref> pts) {
+constexpr frontier make_frontier(std::vector<frontier::point> pts) {
   std::vector<detail::candidate> c;
   c.reserve(pts.size());
   for (auto& p : pts) c.push_back({p.time, p.memory, p.tag, -1});

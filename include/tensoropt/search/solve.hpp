@@ -119,7 +119,7 @@ struct conditioned_frontier {
   /// with identical edge rows, as the search groups them; one each without grouping)
   std::vector<std::vector<std::vector<int>>> configs;
   std::vector<std::size_t> start;  ///< CSR offsets into pts, cells + 1
-  std::vector<frontier_point_ref> pts;
+  std::vector<frontier::point> pts;
   trace tr;
   std::size_t prune_depth = 0;
   bool exact = true;
@@ -142,7 +142,7 @@ struct factor {
   std::vector<int> scope;           // variables, ascending
   std::vector<std::size_t> dims;    // domain size per scope variable
   std::vector<std::size_t> start;   // CSR offsets, cells + 1
-  std::vector<frontier_point_ref> pts;
+  std::vector<frontier::point> pts;
   bool alive = true, tagged = false;
   constexpr std::size_t cells() const { return start.size() - 1; }
   constexpr double avg_points() const {
@@ -287,7 +287,7 @@ class eliminator {
   struct memo_entry {
     std::vector<std::int64_t> key;  // shape and costs of the inputs
     std::vector<std::size_t> start;
-    std::vector<frontier_point_ref> pts;
+    std::vector<frontier::point> pts;
     std::vector<memo_point> prov;   // per output point: the input points it sums
     cost_t limit = 0;               // the memory limit it was made under
   };
@@ -323,7 +323,7 @@ class eliminator {
                         "fewer micro-batch counts, or a machine with more memory");
   }
   static constexpr std::size_t bytes_of(const factor& f) {
-    return f.pts.size() * sizeof(frontier_point_ref) + f.start.size() * sizeof(std::size_t);
+    return f.pts.size() * sizeof(frontier::point) + f.start.size() * sizeof(std::size_t);
   }
   constexpr void add_factor(factor&& f) {
     bytes_ += bytes_of(f);
@@ -391,7 +391,7 @@ class eliminator {
       f.tagged = true;
       f.start.push_back(0);
       for (auto& g : group_[v]) {
-        std::vector<frontier_point_ref> pts;
+        std::vector<frontier::point> pts;
         for (int c : g) {
           auto& cfg = p_.nodes[v].configs[std::size_t(c)];
           pts.push_back({cfg.time, cfg.memory, trace_.leaf(int(v), c)});

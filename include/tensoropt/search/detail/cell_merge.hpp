@@ -27,7 +27,7 @@ constexpr void add_tag(candidate& c, std::int32_t x, trace& t) {
 }
 
 // cur := prune(cur (+) span); joins tags only for the survivors.
-constexpr void add_span(std::vector<candidate>& cur, const frontier_point_ref* p, std::size_t n,
+constexpr void add_span(std::vector<candidate>& cur, const frontier::point* p, std::size_t n,
                         std::vector<candidate>& tmp, trace& t) {
   if (n == 1) {
     for (auto& c : cur) {
@@ -53,7 +53,7 @@ constexpr void add_span(std::vector<candidate>& cur, const frontier_point_ref* p
 }
 
 struct span {
-  const frontier_point_ref* p = nullptr;
+  const frontier::point* p = nullptr;
   std::size_t n = 0;
 };
 
@@ -89,7 +89,7 @@ struct cell_merger {
   std::vector<cv_plan> plans;
   std::vector<merge_row> rows;
   std::vector<merge_item> heap, out, pending;
-  std::vector<frontier_point_ref> pool;
+  std::vector<frontier::point> pool;
   std::vector<candidate> cur, tmp;
 
   constexpr void begin(std::size_t dv) {
