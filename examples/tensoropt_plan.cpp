@@ -7,6 +7,7 @@
 #include <tensoropt/models/model_spec.hpp>
 #include <tensoropt/models/zoo.hpp>
 #include <tensoropt/plan/cli.hpp>
+#include <tensoropt/plan/device_file.hpp>
 #include <tensoropt/plan/explore.hpp>
 #include <tensoropt/plan/planner.hpp>
 #include <tensoropt/plan/strategy_spec.hpp>
@@ -58,8 +59,9 @@ void list_models() {
                 int(m.gpu.size()), m.gpu.data(), m.spec.c_str());
 }
 
-/// The device of --gpu (a preset name or a gpu: spec), else the model's preset.
+/// The device of --gpu (a preset name or a gpu: spec) or --gpu-file, else the model's preset.
 to::device gpu_of(const to::plan_cli& c, std::string_view model_default) {
+  if (!c.gpu_file.empty()) return to::device_of(to::load_device_file(c.gpu_file));
   if (to::is_device_spec(c.gpu)) return to::make_device(to::parse_device_spec(c.gpu), "custom");
   return to::gpus::find(c.gpu.empty() ? model_default : std::string_view(c.gpu));
 }
@@ -272,7 +274,7 @@ int run(int argc, char** argv) {
   prepare_outputs(c);
   if (!c.solve.empty()) return solve_file(c);
 
-  if (!c.gpu.empty()) gpu_of(c, "");  // a bad name or spec is refused before any work
+  if (!c.gpu.empty() || !c.gpu_file.empty()) gpu_of(c, "");  // a bad name or spec is refused before any work
   const auto model = resolve_model(c);
   const auto& m = model.info;
   to::op_graph g = model.graph;

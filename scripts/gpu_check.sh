@@ -13,7 +13,8 @@
 # and only runs (gpu_bundle/ is git-ignored: carry it explicitly). A missing shared
 # library (libcublasLt, libnccl) makes the loader print one line naming it; the
 # script then names the package to install. Measured here (no GPU, 2 busy cores):
-# the bundle is 8.7 MiB; building it took 1.5 min of CPU (15 min wall).
+# the bundle is 8.7 MiB; building it took 1.5 min of CPU (15 min wall); gpu_calibrate,
+# added since, is 2.7 MiB more (its binary, unstripped).
 set -u -o pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bundle=$here/gpu_bundle
@@ -38,7 +39,7 @@ build_bundle() {
     echo "gpu_check: it needs nvcc, the CUDA toolkit, NCCL (libnccl-dev) and include/tensoropt/cuda/*.cuh" >&2
     return 1
   fi
-  local targets="backend_check_cpu backend_check_cuda gpu_bench"
+  local targets="backend_check_cpu backend_check_cuda gpu_bench gpu_calibrate"
   # every CUDA test CTest knows (label gpu, named cuda.NAME, target cuda_NAME)
   for t in $(ctest --test-dir "$b" -N -L gpu | sed -n 's/.*Test *#[0-9]*: cuda\.\([A-Za-z0-9_]*\)$/\1/p'); do
     targets="$targets cuda_$t"
@@ -46,12 +47,13 @@ build_bundle() {
   cmake --build "$b" -j"${JOBS:-1}" --target $targets >"$b.build.log" 2>&1 || { tail -30 "$b.build.log"; return 1; }
   rm -rf "$bundle" && mkdir -p "$bundle"
   "$b/test/gpu/backend_check_cpu" --write "$bundle/backend_reference.txt" || return 1
-  cp "$b/test/gpu/backend_check_cuda" "$b/bench/gpu_bench" "$here/bench/gpt_torch.py" "$bundle/"
+  cp "$b/test/gpu/backend_check_cuda" "$b/bench/gpu_bench" "$b/bench/gpu_calibrate" "$here/bench/gpt_torch.py" \
+     "$bundle/"
   for t in "$b"/test/cuda/cuda_*; do [ -x "$t" ] && cp "$t" "$bundle/"; done
   du -sh "$bundle" | sed 's/^/gpu_check: bundle /'
 }
 
-if [ ! -x "$bundle/backend_check_cuda" ] || [ "$out" = "--build-only" ]; then
+if [ ! -x "$bundle/backend_check_cuda" ] || [ ! -x "$bundle/gpu_calibrate" ] || [ "$out" = "--build-only" ]; then
   echo "gpu_check: building the GPU bundle (nvcc, sm_90) and the CPU reference"
   build_bundle || exit 1
 fi
@@ -118,6 +120,9 @@ run_step "bench: gpu_bench bf16 (tensoropt)" "$bench_log" timeout 240 "$bundle/g
 run_step "bench: PyTorch eager plain + SDPA" "$bench_log" timeout 240 python3 "$bundle/gpt_torch.py" --steps 10 \
   --json "$out/bench_torch.json"
 grep -E "step .* ms|MFU|predicted|memory:" "$bench_log" | sed 's/^/  /' | tee -a "$summary"
-row "GPU calibration (--gpu-file)" "NOT RUN" "not written yet"
+# the device preset file (tensoropt-device/1): tensoropt-plan --gpu-file gpu_device.json
+run_step "GPU calibration (--gpu-file)" "$bench_log" timeout 120 "$bundle/gpu_calibrate" --seconds 0.1 \
+  --out "$out/gpu_device.json"
+grep -E "^device [0-9]+ of [0-9]+:|^  (GEMM|copy|launch|all-reduce)" "$bench_log" | sed 's/^/  /' | tee -a "$summary"
 echo "gpu_check: $fails failure(s); figures in $out" | tee -a "$summary"
 [ $fails -eq 0 ]

@@ -24,6 +24,7 @@ struct plan_cli {
   std::optional<long> nodes;
   std::optional<long> gpus_per_node;
   std::string gpu;                      ///< empty: the model's default
+  std::string gpu_file;                 ///< a tensoropt-device/1 file (plan/device_file.hpp)
   bool list_gpus = false;
   std::string precision = "bf16-mixed";
   std::optional<long> batch;            ///< global batch; unset: the model's
@@ -58,6 +59,8 @@ struct reflection<plan_cli> {
       field("gpu", &c::gpu, "device preset (--list-gpus) or a spec gpu:memory-gib=..,bf16-tflops=..,"
                             "fp32-tflops=..,hbm-gbs=..,nvlink-gbs=..,network-gbs=..; default: the model's")
           .meta("NAME|SPEC"),
+      field("gpu-file", &c::gpu_file, "device preset file (tensoropt-device/1, written by gpu_calibrate) "
+                                      "instead of --gpu").meta("FILE"),
       field("list-gpus", &c::list_gpus, "list the device presets"),
       field("precision", &c::precision, "training precision").one_of("fp32|bf16-mixed|bf16").meta("P"),
       field("batch", &c::batch, "global batch; default: the model's").range(1, 1L << 40).meta("B"),
@@ -109,6 +112,8 @@ inline plan_cli parse_plan_cli(int argc, const char* const* argv) {
     throw invalid_argument("give either --devices or --nodes with --gpus-per-node, not both");
   if (g.has("nodes") != g.has("gpus-per-node") && !g.has("device-counts"))
     throw invalid_argument("--nodes and --gpus-per-node go together (e.g. --nodes 4 --gpus-per-node 8)");
+  if (g.has("gpu") && g.has("gpu-file"))
+    throw invalid_argument("--gpu and --gpu-file both name the device: drop one");
   if (g.has("time-target") && !g.has("device-counts"))
     throw invalid_argument("--time-target picks the fewest devices among --device-counts: add --device-counts "
                            "LIST (e.g. 1,2,4,8)");
@@ -116,7 +121,7 @@ inline plan_cli parse_plan_cli(int argc, const char* const* argv) {
     throw invalid_argument("--problem-json writes one problem, which needs one micro-batch count: "
                            "add --micro-batches K (e.g. --micro-batches 1)");
   if (!c.solve.empty()) {
-    static constexpr std::string_view model_flags[] = {"model", "devices", "nodes", "gpus-per-node", "gpu",
+    static constexpr std::string_view model_flags[] = {"model", "devices", "nodes", "gpus-per-node", "gpu", "gpu-file",
                                                        "precision", "batch", "device-counts", "time-target",
                                                        "problem-json", "no-baselines", "save-plan", "strategy"};
     for (auto f : model_flags)
