@@ -1,7 +1,7 @@
-// Time and memory of one graph edge (producer -> consumer) under a pair of configs
-// (DESIGN.md section 5): the layout redistribution in forward and backward, and what
-// the consumer keeps of its input for backward. Everything is constexpr; k is the
-// micro-batch count, the graph is the micro-batch's.
+// Time and memory of one graph edge (producer -> consumer) under a pair of configs:
+// the layout redistribution in forward and backward, and what the consumer keeps of
+// its input for backward. Everything is constexpr; k is the micro-batch count, the
+// graph is the micro-batch's.
 //
 // Edge time = k * (forward redistribution producer-output -> consumer-input +
 // backward redistribution of the gradient consumer -> producer); no backward for
