@@ -310,22 +310,11 @@ inline void softmax_xent_bwd(op_context& c, in_t in, in_t, op_state& st, const b
   });
 }
 
-// ---- concat: the output's axes, concat axis attr[0] (kernels_dense.hpp's concat_geometry) ----
-inline void concat_of(const op_context& c, index_t& outer, index_t& inner, std::vector<std::int64_t>& widths) {
-  const int ax = int(c.op.attr[0]);
-  const auto out = c.local_shape(c.op.output);
-  const int rank = c.graph.tensors[std::size_t(c.op.output.tensor)].rank;
-  outer = 1;
-  inner = 1;
-  for (int a = 0; a < ax; ++a) outer *= out[a];
-  for (int a = ax + 1; a < rank; ++a) inner *= out[a];
-  widths.clear();
-  for (auto& m : c.op.inputs) widths.push_back(c.local_shape(m)[ax]);
-}
+// ---- concat (geometry: op_context.hpp's concat_geometry, as on the CPU) ----
 inline buffer concat_fwd(op_context& c, in_t in, in_t, op_state&) {
   index_t outer, inner;
   std::vector<std::int64_t> w;
-  concat_of(c, outer, inner, w);
+  concat_geometry(c, outer, inner, w);
   index_t total = 0;
   for (auto x : w) total += x;
   buffer y = c.zeros(std::size_t(outer * total * inner));
@@ -340,7 +329,7 @@ inline void concat_bwd(op_context& c, in_t, in_t, op_state&, const buffer& dy, s
                        std::vector<buffer>&) {
   index_t outer, inner;
   std::vector<std::int64_t> w;
-  concat_of(c, outer, inner, w);
+  concat_geometry(c, outer, inner, w);
   dispatch(dy.type(), [&]<class T>(T) {
     std::vector<T*> dx;
     for (auto& d : din) dx.push_back(d.size() ? d.as<T>() : nullptr);

@@ -105,18 +105,7 @@ inline void add_bwd(op_context&, inputs, inputs, op_state&, const buffer& dy, st
     if (d.size()) std::copy(dy.span().begin(), dy.span().end(), d.data());
 }
 
-// ---- concat: the output's axes, concat axis attr[0] (unsplit) ----
-inline void concat_geometry(const op_context& c, index_t& outer, index_t& inner, std::vector<index_t>& widths) {
-  const int ax = int(c.op.attr[0]);
-  const auto out = c.local_shape(c.op.output);
-  const int rank = c.graph.tensors[std::size_t(c.op.output.tensor)].rank;
-  outer = 1;
-  inner = 1;
-  for (int a = 0; a < ax; ++a) outer *= out[a];
-  for (int a = ax + 1; a < rank; ++a) inner *= out[a];
-  widths.clear();
-  for (auto& m : c.op.inputs) widths.push_back(c.local_shape(m)[ax]);
-}
+// ---- concat (geometry: op_context.hpp's concat_geometry) ----
 inline buffer concat_fwd(op_context& c, inputs in, inputs, op_state&) {
   index_t outer, inner;
   std::vector<index_t> w;

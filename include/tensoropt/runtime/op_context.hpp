@@ -122,4 +122,19 @@ void for_each_global(const extents_t& ext, const extents_t& lo, const extents_t&
   }
 }
 
+/// A concat's local geometry, shared by the CPU and CUDA kernels: the product of the
+/// output's axes before the concat axis (attr[0]), of those after it, and each input's
+/// width along it.
+inline void concat_geometry(const op_context& c, index_t& outer, index_t& inner, std::vector<index_t>& widths) {
+  const int ax = int(c.op.attr[0]);
+  const auto out = c.local_shape(c.op.output);
+  const int rank = c.graph.tensors[std::size_t(c.op.output.tensor)].rank;
+  outer = 1;
+  inner = 1;
+  for (int a = 0; a < ax; ++a) outer *= out[a];
+  for (int a = ax + 1; a < rank; ++a) inner *= out[a];
+  widths.clear();
+  for (auto& m : c.op.inputs) widths.push_back(c.local_shape(m)[ax]);
+}
+
 }  // namespace tensoropt::runtime
