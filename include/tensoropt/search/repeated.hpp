@@ -156,8 +156,9 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
   // Kept nodes come back grouped into layout-configs; a group of o must lie in one layout
   // class (it does when the classes of o's own edges separate what the next layer's edges
   // separate), else that subproblem is solved again ungrouped.
-  auto conditioned = [&](const problem& q, const std::vector<int>& keep, int o_at) {
-    auto f = solve_conditioned(q, keep, inner);
+  auto conditioned = [&](const problem& q, const std::vector<int>& keep, int o_at,
+                         const std::vector<std::vector<int>>& classes = {}) {
+    auto f = solve_conditioned(q, keep, inner, classes);
     const std::size_t i = std::size_t(std::find(f.kept.begin(), f.kept.end(), o_at) - f.kept.begin());
     if (o_at >= 0 && i < f.kept.size())
       for (auto& g : f.configs[i])
@@ -165,12 +166,15 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
           if (s.group[std::size_t(c)] != s.group[std::size_t(g[0])]) {
             solve_options u = inner;
             u.group_configs = false;
-            return solve_conditioned(q, keep, u);
+            return solve_conditioned(q, keep, u, classes);
           }
     return f;
   };
   const auto fa = conditioned(pa, {local(ra, o0)}, local(ra, o0));
-  const auto ft = conditioned(qt, {0, local(rt, o1)}, local(rt, o1));
+  // T is used on its diagonal only (input and output in one layout): only those cells are computed.
+  std::vector<int> copy_class(nb, 0);
+  for (std::size_t b = 0; b < nb; ++b) copy_class[b] = int(b);
+  const auto ft = conditioned(qt, {0, local(rt, o1)}, local(rt, o1), {copy_class, s.group});
   const auto fz = conditioned(qz, {0}, -1);
   // the layout-config of the previous layer's copy that holds layout b
   auto copy_cell = [](const conditioned_frontier& f, std::size_t b) {

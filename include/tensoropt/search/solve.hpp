@@ -120,17 +120,30 @@ constexpr frontier_result solve(const problem& p, const solve_options& o, Progre
 
 /// The frontier of `p` conditioned on the configs of the nodes `keep` (distinct, in range):
 /// every other node is eliminated, and cell (d_1, ..., d_m) holds the frontier of the
-/// strategies with kept node i at a config of its layout-config d_i (see `configs`). Used to fold a repeated block into its
-/// frontier per boundary layout (search/repeated.hpp). Throws as `solve` does.
-inline conditioned_frontier solve_conditioned(const problem& p, const std::vector<int>& keep, const solve_options& o = {}) {
+/// strategies with kept node i at a config of its layout-config d_i (see `configs`). Used
+/// to fold a repeated block into its frontier per boundary layout (search/repeated.hpp).
+/// `classes` (empty, or one entry per kept node: a class per config of that node, or empty
+/// for none) asks for the wanted cells only: those where every kept node with classes
+/// takes a layout-config of one class; the others are left empty, and no factor over two
+/// such nodes computes them (for a layer between two boundaries in one layout: the
+/// diagonal, B cells of B^2). Exact in the wanted cells. Throws as `solve` does.
+inline conditioned_frontier solve_conditioned(const problem& p, const std::vector<int>& keep, const solve_options& o = {},
+                                              const std::vector<std::vector<int>>& classes = {}) {
   validate(p);
   detail::require(o.epsilon >= 0, "solve: epsilon must be >= 0 (0 means exact)");
   for (int v : keep)
     detail::require(v >= 0 && std::size_t(v) < p.nodes.size(), "solve_conditioned: a kept node is out of range");
+  detail::require(classes.empty() || classes.size() == keep.size(),
+                  "solve_conditioned: give classes for every kept node (empty for none) or none at all");
+  for (std::size_t i = 0; i < classes.size(); ++i)
+    detail::require(classes[i].empty() || classes[i].size() == p.nodes[std::size_t(keep[i])].configs.size(),
+                    "solve_conditioned: the classes of a kept node must give one class per config");
   solve_options lim = o;
   if (lim.max_bytes == 0) lim.max_bytes = detail::default_max_bytes();
   detail::eliminator e(p, lim);
   e.keep(keep);
+  for (std::size_t i = 0; i < classes.size(); ++i)
+    if (!classes[i].empty()) e.classes(keep[i], classes[i]);
   auto quiet = [](const search_progress&) {};
   return e.run_kept(quiet, keep);
 }

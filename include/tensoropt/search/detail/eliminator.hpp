@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <utility>
@@ -43,6 +44,12 @@ class eliminator : factor_store {
     kept_.assign(p_.nodes.size(), false);
     for (int v : nodes) kept_[std::size_t(v)] = true;
   }
+  /// Only cells whose kept nodes with classes all take configs of one class are wanted:
+  /// `cls[c]` is the class of config c of kept node `v` (see `solve_conditioned`).
+  constexpr void classes(int v, const std::vector<int>& cls) {
+    if (class_.size() != p_.nodes.size()) class_.assign(p_.nodes.size(), {});
+    class_[std::size_t(v)] = cls;
+  }
 
   /// Eliminates every node not kept; returns the table over the kept nodes' layout-configs whose cells are the frontiers of everything else, memory_offset included.
   template <class Progress>
@@ -62,12 +69,13 @@ class eliminator : factor_store {
     std::vector<std::size_t> live;
     for (std::size_t id = 0; id < factors_.size(); ++id)
       if (factors_[id].alive) live.push_back(id);
+    if (class_.size() != p_.nodes.size()) class_.assign(p_.nodes.size(), {});
     std::size_t cells = 1;
     for (auto d : out.dims) cells *= d;
     std::vector<std::size_t> idx(out.kept.size(), 0);
     out.start.push_back(0);
     for (std::size_t c = 0; c < cells; ++c) {
-      frontier f = total;
+      frontier f = wanted(out.kept, idx) ? total : frontier{};
       for (std::size_t id : live) {
         const factor& fa = factors_[id];
         std::size_t at = 0;
@@ -76,6 +84,7 @@ class eliminator : factor_store {
               std::size_t(std::find(out.kept.begin(), out.kept.end(), fa.scope[j]) - out.kept.begin());
           at = at * fa.dims[j] + idx[pos];
         }
+        if (f.points.empty()) break;
         frontier cell{{fa.pts.begin() + std::ptrdiff_t(fa.start[at]), fa.pts.begin() + std::ptrdiff_t(fa.start[at + 1])}};
         f = minkowski_sum(f, cell, trace_);
       }
@@ -176,6 +185,34 @@ class eliminator : factor_store {
   std::vector<int> order_;                        // the planned elimination order
   std::vector<bool> prune_;                       // per step: prune under epsilon
 
+  std::vector<std::vector<int>> class_;  // per node: class per config, or empty (see `classes`)
+  // Whether the assignment idx of layout-configs to `scope` is wanted: some class is
+  // taken by a config of every node of the scope with classes (a layout-config groups
+  // configs, possibly of several classes).
+  constexpr bool wanted(const std::vector<int>& scope, const std::vector<std::size_t>& idx) const {
+    if (class_.size() != p_.nodes.size()) return true;
+    std::vector<int> common, mine, both;
+    bool first = true;
+    for (std::size_t i = 0; i < scope.size(); ++i) {
+      const auto& c = class_[std::size_t(scope[i])];
+      if (c.empty()) continue;
+      mine.clear();
+      for (int x : group_[std::size_t(scope[i])][idx[i]]) mine.push_back(c[std::size_t(x)]);
+      std::sort(mine.begin(), mine.end());
+      mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
+      if (first) {
+        common = mine;
+        first = false;
+      } else {
+        both.clear();
+        std::set_intersection(common.begin(), common.end(), mine.begin(), mine.end(), std::back_inserter(both));
+        common.swap(both);
+      }
+      if (common.empty()) return false;
+    }
+    return true;
+  }
+
   constexpr factor eliminate(int v, frontier_result& r, double delta) {
     auto ids = live_factors(v);
     std::vector<int> s = new_scope(v, ids);
@@ -257,9 +294,16 @@ class eliminator : factor_store {
         rec.key.push_back(q.memory);
       }
     }
+    // A factor over two or more kept nodes with classes gets only its wanted cells (the
+    // kept nodes are never eliminated, so an unwanted cell feeds only unwanted results);
+    // its cells then depend on the scope, which the memo key does not hold: no replay.
+    std::size_t classed = 0;
+    for (int u : s) classed += class_.size() == p_.nodes.size() && !class_[std::size_t(u)].empty() ? 1 : 0;
+    const bool masked = classed >= 2;
     const memo_entry* hit = nullptr;
-    for (auto& e : memo_)
-      if (e.key == rec.key && e.limit >= lim) hit = &e;  // a looser limit only keeps extra points
+    if (!masked)
+      for (auto& e : memo_)
+        if (e.key == rec.key && e.limit >= lim) hit = &e;  // a looser limit only keeps extra points
     bool any_explicit = false;
     if (hit) ++r.replayed;
     auto tag_of = [&](std::size_t cv, std::int32_t i, std::size_t j, int sf, int af) {
@@ -278,7 +322,9 @@ class eliminator : factor_store {
     };
     cell_merger merge;
     for (std::size_t c = 0; c < cells; ++c) {
-      if (hit) {
+      if (masked && !wanted(s, idx)) {
+        // an unwanted cell stays empty
+      } else if (hit) {
         for (std::size_t q = hit->start[c]; q < hit->start[c + 1]; ++q) {
           if (hit->pts[q].memory > lim) continue;
           const memo_point& mp = hit->prov[q];
@@ -321,7 +367,7 @@ class eliminator : factor_store {
         idx[i] = 0;
       }
     }
-    if (!hit && !any_explicit) {
+    if (!hit && !any_explicit && !masked) {
       rec.start = g.start;
       rec.pts = g.pts;
       if (memo_.size() < memo_size) memo_.push_back(std::move(rec));
