@@ -50,21 +50,44 @@ struct power_node {
   std::size_t count = 1;       // instances covered
 };
 
+/// Points already found (a staircase) that make a partial sum useless: a sum s whose every
+/// completion costs at least s + (off_time, off_memory) is dropped when a point u has
+/// u.memory <= s.memory + off_memory and u.time <= s.time + off_time, since u then weakly
+/// dominates every completion of s. Exact: the points of u are real and returned.
+struct dominance_filter {
+  const std::vector<candidate>* u = nullptr;
+  cost_t off_time = 0, off_memory = 0;
+  /// The least time a sum at memory m must beat (max when nothing bounds it).
+  cost_t bound(cost_t m) const {
+    if (!u || u->empty()) return std::numeric_limits<cost_t>::max();
+    auto it = std::upper_bound(u->begin(), u->end(), m + off_memory,
+                               [](cost_t x, const candidate& c) { return x < c.memory; });
+    return it == u->begin() ? std::numeric_limits<cost_t>::max() : std::prev(it)->time - off_time;
+  }
+};
+
 /// prune(a (+) b) of two staircases, with provenance (ta, tb: indices into a and b), by a
 /// heap merge of the rows a_i + b in memory order: a popped sum is kept when no kept point
 /// covers it (kept.time <= (1 + delta) time; delta = 0: plain dominance), and a row jumps
 /// (binary search, b's times decrease) to its first sum that could be kept. Sums above
 /// `limit` end the merge. Sorting all |a| |b| sums instead took 75 % of a gpt3-1.3b search.
+/// A square (one staircase passed as both operands, as the powering's doublings do)
+/// merges only the sums a_i + a_j with j >= i: the others repeat them. Sums that `filter`
+/// drops are skipped the same way (a row jumps past them).
 inline std::vector<candidate> sum_with_provenance(const std::vector<candidate>& a, const std::vector<candidate>& b,
-                                                  double delta, cost_t limit) {
+                                                  double delta, cost_t limit, const dominance_filter& filter = {}) {
   std::vector<candidate> out;
   if (a.empty() || b.empty()) return out;
   struct head { cost_t memory, time; std::int32_t i, j; };
   auto later = [](const head& x, const head& y) { return x.memory != y.memory ? x.memory > y.memory : x.time > y.time; };
+  // a square (a and b one staircase): a_i + a_j = a_j + a_i, so row i starts at j = i
+  const bool square = &a == &b;
   std::vector<head> heap;
   heap.reserve(a.size());
-  for (std::size_t i = 0; i < a.size(); ++i)
-    heap.push_back({a[i].memory + b[0].memory, a[i].time + b[0].time, std::int32_t(i), 0});
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const std::size_t j = square ? i : 0;
+    heap.push_back({a[i].memory + b[j].memory, a[i].time + b[j].time, std::int32_t(i), std::int32_t(j)});
+  }
   std::make_heap(heap.begin(), heap.end(), later);
   const double f = 1 + delta;
   auto covered = [&](cost_t t) { return !out.empty() && double(out.back().time) <= f * double(t); };
@@ -73,13 +96,17 @@ inline std::vector<candidate> sum_with_provenance(const std::vector<candidate>& 
     head h = heap.back();
     heap.pop_back();
     if (h.memory > limit) break;
-    if (!covered(h.time) && (out.empty() || h.time < out.back().time)) out.push_back({h.time, h.memory, h.i, h.j});
-    // next sum of row i that is not covered by the last kept point
+    // the filter's bound at h.memory also bounds the later sums of row i (more memory)
+    const cost_t fb = filter.bound(h.memory);
+    if (!covered(h.time) && (out.empty() || h.time < out.back().time) && h.time < fb)
+      out.push_back({h.time, h.memory, h.i, h.j});
+    // next sum of row i that is not covered by the last kept point nor filtered
     const cost_t at = a[std::size_t(h.i)].time;
     std::size_t lo = std::size_t(h.j) + 1, hi = b.size();
     while (lo < hi) {
       const std::size_t mid = (lo + hi) / 2;
-      if (covered(at + b[mid].time) || (!out.empty() && at + b[mid].time >= out.back().time)) lo = mid + 1;
+      if (covered(at + b[mid].time) || (!out.empty() && at + b[mid].time >= out.back().time) || at + b[mid].time >= fb)
+        lo = mid + 1;
       else hi = mid;
     }
     if (lo < b.size()) {
@@ -215,33 +242,47 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
     for (auto& q : z_of[b]) fz_tag[b].push_back(q.ta);
   }
   // A (+) T(b)^M (+) Z for layout b, each sum pruned with d; the power tree goes to pw.
+  // `found` (if any): points already returned; a partial sum is dropped when one of them
+  // dominates it plus the least cost of what is still to be added to it (for a power of
+  // c instances: M - c instances at T's least time and least memory, and A (+) Z's).
   auto compose = [&](std::size_t b, double d, std::vector<detail::power_node>& pw, int& root,
-                     std::vector<detail::candidate>& az) {
+                     std::vector<detail::candidate>& az, const std::vector<detail::candidate>* found) {
     pw.clear();
     az.clear();
     if (a_of[b].empty() || z_of[b].empty() || t_of[b].empty()) return std::vector<detail::candidate>{};
+    const cost_t t_time = t_of[b].back().time, t_memory = t_of[b].front().memory;
+    az = detail::sum_with_provenance(a_of[b], z_of[b], d, limit,
+                                     {found, cost_t(M) * t_time, cost_t(M) * t_memory});
+    if (az.empty()) return std::vector<detail::candidate>{};
+    auto rest = [&](std::size_t count) {
+      return detail::dominance_filter{found, cost_t(M - count) * t_time + az.back().time,
+                                      cost_t(M - count) * t_memory + az.front().memory};
+    };
     pw.push_back({t_of[b], -1, -1, 1});
     int base = 0, acc = -1;
     for (std::size_t r = M; r; r >>= 1) {
       if (r & 1) {
         if (acc < 0) acc = base;
         else {
-          detail::power_node x{detail::sum_with_provenance(pw[std::size_t(acc)].pts, pw[std::size_t(base)].pts, d, limit),
-                               acc, base, pw[std::size_t(acc)].count + pw[std::size_t(base)].count};
+          const std::size_t count = pw[std::size_t(acc)].count + pw[std::size_t(base)].count;
+          detail::power_node x{
+              detail::sum_with_provenance(pw[std::size_t(acc)].pts, pw[std::size_t(base)].pts, d, limit, rest(count)),
+              acc, base, count};
           pw.push_back(std::move(x));
           acc = int(pw.size() - 1);
         }
       }
       if (r >> 1) {
-        detail::power_node x{detail::sum_with_provenance(pw[std::size_t(base)].pts, pw[std::size_t(base)].pts, d, limit),
-                             base, base, 2 * pw[std::size_t(base)].count};
+        const std::size_t count = 2 * pw[std::size_t(base)].count;
+        detail::power_node x{
+            detail::sum_with_provenance(pw[std::size_t(base)].pts, pw[std::size_t(base)].pts, d, limit, rest(count)),
+            base, base, count};
         pw.push_back(std::move(x));
         base = int(pw.size() - 1);
       }
     }
     root = acc;
-    az = detail::sum_with_provenance(a_of[b], z_of[b], d, limit);
-    return detail::sum_with_provenance(az, pw[std::size_t(acc)].pts, d, limit);
+    return detail::sum_with_provenance(az, pw[std::size_t(acc)].pts, d, limit, {found, 0, 0});
   };
   // Branch and bound over b. A coarse pass (each sum pruned with dc) gives, for every exact
   // point p of layout b's composition, a real point q with q.memory <= p.memory and
@@ -259,7 +300,7 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
     std::vector<detail::candidate> az;
     int root = -1;
     for (std::size_t b = 0; b < nb; ++b) {
-      coarse[b] = compose(b, dc, pw, root, az);
+      coarse[b] = compose(b, dc, pw, root, az, nullptr);
       if (!coarse[b].empty()) order.push_back(b);
     }
   }
@@ -274,6 +315,7 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
     return true;
   };
   std::vector<std::size_t> kept_layouts;
+  std::vector<detail::candidate> found;  // staircase of the points returned so far (the filter of compose)
   for (std::size_t b : order) {
     // a layout whose three parts cost exactly as a kept one's adds only equal points
     bool twin = false;
@@ -293,12 +335,14 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
     detail::pareto_filter(merged);
     kept.swap(merged);
     std::vector<detail::candidate> az;
-    const auto apz = compose(b, delta, powers[b], power_root[b], az);
+    const auto apz = compose(b, delta, powers[b], power_root[b], az, &found);
     az_of[b].swap(az);
     for (auto& x : apz) {
       all.push_back({x.time, x.memory, std::int32_t(picks.size()), -1});
       picks.push_back({b, std::size_t(x.ta), std::size_t(x.tb), 0});
+      found.push_back(x);
     }
+    detail::pareto_filter(found);
   }
   detail::pareto_filter(all);
 
