@@ -52,8 +52,9 @@ struct power_node {
 
 /// Points already found (a staircase) that make a partial sum useless: a sum s whose every
 /// completion costs at least s + (off_time, off_memory) is dropped when a point u has
-/// u.memory <= s.memory + off_memory and u.time <= s.time + off_time, since u then weakly
-/// dominates every completion of s. Exact: the points of u are real and returned.
+/// u.memory <= s.memory + off_memory and u.time <= (1 + delta) (s.time + off_time), since u
+/// then covers every completion of s as a sum's own pruning does (delta = 0: u weakly
+/// dominates them; exact). The points of u are real and returned.
 struct dominance_filter {
   const std::vector<candidate>* u = nullptr;
   cost_t off_time = 0, off_memory = 0;
@@ -98,14 +99,15 @@ inline std::vector<candidate> sum_with_provenance(const std::vector<candidate>& 
     if (h.memory > limit) break;
     // the filter's bound at h.memory also bounds the later sums of row i (more memory)
     const cost_t fb = filter.bound(h.memory);
-    if (!covered(h.time) && (out.empty() || h.time < out.back().time) && h.time < fb)
+    auto filtered = [&](cost_t t) { return fb != std::numeric_limits<cost_t>::max() && double(fb) <= f * double(t); };
+    if (!covered(h.time) && (out.empty() || h.time < out.back().time) && !filtered(h.time))
       out.push_back({h.time, h.memory, h.i, h.j});
     // next sum of row i that is not covered by the last kept point nor filtered
     const cost_t at = a[std::size_t(h.i)].time;
     std::size_t lo = std::size_t(h.j) + 1, hi = b.size();
     while (lo < hi) {
       const std::size_t mid = (lo + hi) / 2;
-      if (covered(at + b[mid].time) || (!out.empty() && at + b[mid].time >= out.back().time) || at + b[mid].time >= fb)
+      if (covered(at + b[mid].time) || (!out.empty() && at + b[mid].time >= out.back().time) || filtered(at + b[mid].time))
         lo = mid + 1;
       else hi = mid;
     }
