@@ -34,6 +34,12 @@ struct solve_options {
   /// stops with runtime_error naming the sizes it reached. 0: three quarters of the
   /// machine's physical memory (unlimited in a constant expression).
   std::size_t max_bytes = 0;
+  /// Costs (time, memory; tags ignored) of strategies of this problem already known, for
+  /// example from a restricted search: a partial strategy is dropped when one of them is
+  /// strictly better than it plus the least time and the least memory of everything still
+  /// to be added. Exact (no frontier point is strictly dominated by a real strategy); the
+  /// result is wrong if a cost given here is not one of a real strategy.
+  std::vector<frontier::point> known{};
 };
 
 /// Reported to the progress callback after each elimination.

@@ -132,8 +132,13 @@ class eliminator : factor_store {
     limit_ = o_.memory_limit - std::min(o_.memory_limit, p_.memory_offset);
     build();
     min_sum_ = 0;
+    min_time_sum_ = 0;
     for (auto& f : factors_)
-      if (f.alive) min_sum_ = sat_add(min_sum_, min_memory(f));
+      if (f.alive) {
+        min_sum_ = sat_add(min_sum_, min_memory(f));
+        min_time_sum_ = sat_add(min_time_sum_, min_time(f));
+      }
+    known_ = make_frontier(o_.known).points;
     elimination_order planned = plan_elimination(factors_, dom_, kept_);
     order_ = std::move(planned.order);
     prune_ = std::move(planned.prune);
@@ -166,6 +171,33 @@ class eliminator : factor_store {
   // memory: a point of a new factor can only be part of a strategy within the limit
   // if its memory plus the least memory of everything else is within it.
   cost_t min_sum_ = 0;
+  cost_t min_time_sum_ = 0;                 // the same for time (for the known strategies' test)
+  std::vector<frontier::point> known_;      // o_.known as a staircase
+  static constexpr cost_t min_time(const factor& f) {
+    cost_t m = cost_max;
+    for (auto& q : f.pts) m = std::min(m, q.time);
+    return m;
+  }
+  // Drops the points of g that a known strategy beats strictly even after the least cost
+  // of everything else (rest_time, rest_memory, memory_offset) is added to them.
+  constexpr void drop_beaten(factor& g, cost_t rest_time, cost_t rest_memory) const {
+    if (known_.empty() || rest_time == cost_max || rest_memory == cost_max) return;
+    std::size_t k = 0, at = 0;
+    for (std::size_t c = 0; c < g.cells(); ++c) {
+      const std::size_t end = g.start[c + 1];
+      for (std::size_t q = at; q < end; ++q) {
+        const cost_t t = g.pts[q].time + rest_time, m = g.pts[q].memory + rest_memory + p_.memory_offset;
+        // the known point of least time among those with memory <= m
+        auto it = std::upper_bound(known_.begin(), known_.end(), m,
+                                   [](cost_t x, const frontier::point& u) { return x < u.memory; });
+        const bool beaten = it != known_.begin() && (std::prev(it)->time < t || (std::prev(it)->time == t && std::prev(it)->memory < m));
+        if (!beaten) g.pts[k++] = g.pts[q];
+      }
+      at = end;
+      g.start[c + 1] = k;
+    }
+    g.pts.resize(k);
+  }
   struct memo_point {
     std::uint32_t cv;
     std::int32_t i;       // index in the row span, or -1
@@ -276,6 +308,11 @@ class eliminator : factor_store {
     const cost_t rest = min_sum_ == cost_max || joined_min == cost_max ? cost_max
                                                                         : std::max<cost_t>(0, min_sum_ - joined_min);
     const cost_t lim = rest > limit_ ? -1 : limit_ - rest;
+    cost_t joined_tmin = 0;
+    for (std::size_t id : ids) joined_tmin = sat_add(joined_tmin, min_time(factors_[id]));
+    const cost_t rest_time = min_time_sum_ == cost_max || joined_tmin == cost_max
+                                 ? cost_max
+                                 : std::max<cost_t>(0, min_time_sum_ - joined_tmin);
     // An elimination whose inputs have the same shape and costs as a recent one (the
     // same op of another layer of a repeated block) has the same output costs, made from
     // the same input points: replay it, joining this elimination's back-pointers.
@@ -380,7 +417,9 @@ class eliminator : factor_store {
       factors_[id].pts = {};
       factors_[id].start = {};
     }
+    drop_beaten(g, rest_time, rest);
     min_sum_ = rest == cost_max ? cost_max : sat_add(rest, min_memory(g));
+    min_time_sum_ = rest_time == cost_max ? cost_max : sat_add(rest_time, min_time(g));
     return g;
   }
 };
