@@ -35,6 +35,13 @@
 // The replay is exact in the runtime's own accounting (requested bytes per live
 // buffer) where the kernels keep what op.saved declares; the tests hold it
 // against the CPU runtime's measured peak on every configuration they cover.
+// Measured (bench/memory_bench, every frontier point of the runtime tests' MLP,
+// CNN, MoE and GPT on 1-8 devices and 2 x 2, 2,442 points): measured / predicted
+// - 1 within -0.12 % .. +0.00 %. The additive sum of terms this replaced missed on
+// 1,490 of 2,340 points (GPT up to +105 %: a rebuilt recompute segment held every
+// op's output and inputs; the forward held a producer's buffer next to its
+// redistributed copy; kernels kept state op.saved did not declare: MoE gate rows
+// over all experts, int64 routes and argmax indices, norm statistics).
 //
 // The search's memory is `kept` (additive); `transient` = peak - kept is what the
 // replay adds (negative where the additive memory over-counts, e.g. recompute
