@@ -1,10 +1,13 @@
 // cost/published_runs: the cost model against published measurements of real runs.
-// Every row's strategy is evaluated with evaluate_spec on the row's GPT and cluster;
-// predicted / measured step time is printed per row, every row must be within 15 %
-// and the median |error| within 5 %. Errors on rows used to fit a constant (none at
-// present) and on the other rows are reported separately; the 22B pair also checks
-// the predicted full / selective+SP speed-up against the measured one (5 %).
+// Every row's strategy is evaluated with evaluate_spec on the row's model and
+// cluster; predicted / measured step time is printed per row, every row must be
+// within 15 % and the median |error| within 5 %. Errors on rows used to fit a
+// constant (none at present), on the other rows and on the confirmed rows alone are
+// reported separately; the 22B pair also checks the predicted full / selective+SP
+// speed-up against the measured one (5 %). The runs outside the model are evaluated
+// and printed, held to nothing.
 #include <tensoropt/cost/published_runs.hpp>
+#include <tensoropt/models/cnn.hpp>
 #include <tensoropt/models/gpt.hpp>
 #include <tensoropt/plan/strategy_spec.hpp>
 #include <doctest/doctest.h>
@@ -17,7 +20,14 @@
 using namespace tensoropt;
 
 namespace {
+/// ResNet-50 at 2048 images, cut to a row's batch by with_batch (which divides it).
+const op_graph& resnet50_2048() {
+  static const op_graph g = lower<models::wide_resnet<50, 64, 1, 2048, "resnet50">>();
+  return g;
+}
+
 op_graph graph_of(const published_run& r) {
+  if (r.model == published_model::resnet50) return with_batch(resnet50_2048(), r.global_batch);
   models::gpt_config c;
   c.layers = r.layers;
   c.hidden = r.hidden;
@@ -25,7 +35,8 @@ op_graph graph_of(const published_run& r) {
   c.seq = r.seq;
   c.vocab = r.vocab;
   c.batch = r.global_batch;
-  return lower_transformer(c, models::transformer_kind::gpt);
+  return lower_transformer(c, r.model == published_model::bert ? models::transformer_kind::bert
+                                                                 : models::transformer_kind::gpt);
 }
 
 double predicted_seconds(const published_run& r, index_t micro_batches = 0) {
@@ -41,18 +52,29 @@ double median(std::vector<double> v) {
   const std::size_t n = v.size();
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
+
+void check_well_formed(const published_run& r) {
+  CAPTURE(r.name);
+  CHECK(r.gpus() > 0);
+  CHECK(r.gpus() % r.tp() == 0);
+  CHECK(r.micro_batch > 0);
+  CHECK(r.replicas() * r.micro_batch * r.micro_batches() == r.global_batch);
+  if (r.transformer()) {
+    CHECK(r.heads > 0);
+    CHECK(r.hidden % r.heads == 0);
+  }
+  CHECK(!r.source.empty());
+  CHECK((r.confirmed || !r.note.empty()));  // an unconfirmed row says what is missing
+  CHECK(measured_seconds(r) > 0);
+  CHECK(r.strategy.find("pp") == std::string_view::npos);
+}
 }  // namespace
 
 TEST_CASE("published runs: the table is well formed") {
-  for (const auto& r : published_runs) {
-    CAPTURE(r.name);
-    CHECK(r.gpus() > 0);
-    CHECK(r.gpus() % r.tp() == 0);
-    CHECK(r.replicas() * r.micro_batch * r.micro_batches() == r.global_batch);
-    CHECK(r.hidden % r.heads == 0);
-    CHECK(!r.source.empty());
-    CHECK(measured_seconds(r) > 0);
-    CHECK(r.strategy.find("pp") == std::string_view::npos);
+  for (const auto& r : published_runs) check_well_formed(r);
+  for (const auto& r : unmodelled_runs) {
+    check_well_formed(r);
+    CHECK(!r.note.empty());  // the reason it is outside the model
   }
 }
 
@@ -65,18 +87,26 @@ TEST_CASE("published runs: Megatron's FLOPs formula reproduces the published MFU
   CHECK(mfu == doctest::Approx(0.415).epsilon(0.005));
   // Narayanan et al. Table 1: 137 TFLOP/s per GPU is 44 % of the A100's 312.
   CHECK(published_runs[0].reported / 312 == doctest::Approx(0.44).epsilon(0.01));
+  // Megatron-LM v1.0: 62.4 TFLOP/s at 1288 ms; eq. 3 without the logit term gives
+  // 82.5 TFLOP for the assumed 1.2B shape, 2.5 % above 62.4 x 1.288 = 80.4: the
+  // shape is plausible, not confirmed (the row says so).
+  const auto& v = published_runs[6];
+  REQUIRE(v.name == "megatron-v1-1.2b-v100");
+  const double eq3_no_logits = 96.0 * 8 * 1024 * 40 * 1536.0 * 1536 * (1 + 1024.0 / (6 * 1536));
+  CHECK(eq3_no_logits / (62.4e12 * measured_seconds(v)) == doctest::Approx(1.0).epsilon(0.03));
 }
 
 TEST_CASE("published runs: predicted step time within 15 %, median within 5 %") {
-  std::vector<double> fit_err, check_err, all_err;
+  std::vector<double> fit_err, check_err, confirmed_err, all_err;
   std::printf("%-30s %10s %10s %8s %s\n", "run", "measured", "predicted", "error", "rows");
   for (const auto& r : published_runs) {
     CAPTURE(r.name);
     const double meas = measured_seconds(r), pred = predicted_seconds(r);
     const double err = (pred - meas) / meas;
-    std::printf("%-30s %9.3fs %9.3fs %+7.1f%% %s\n", std::string(r.name).c_str(), meas, pred, 100 * err,
-                r.fit_row ? "fit" : "check");
+    std::printf("%-30s %9.3fs %9.3fs %+7.1f%% %s%s\n", std::string(r.name).c_str(), meas, pred, 100 * err,
+                r.fit_row ? "fit" : "check", r.confirmed ? "" : ", unconfirmed");
     (r.fit_row ? fit_err : check_err).push_back(std::abs(err));
+    if (r.confirmed) confirmed_err.push_back(std::abs(err));
     all_err.push_back(std::abs(err));
     CHECK(std::abs(err) <= 0.15);
   }
@@ -90,8 +120,21 @@ TEST_CASE("published runs: predicted step time within 15 %, median within 5 %") 
   };
   report("fit", fit_err);
   report("check", check_err);
+  report("confirmed", confirmed_err);
   REQUIRE(!all_err.empty());
   CHECK(median(all_err) <= 0.05);
+}
+
+TEST_CASE("published runs: the runs outside the model, printed") {
+  // Not held to the tolerance: each row's note says what the model lacks. Printed so
+  // the gap stays visible; the test only checks that every row evaluates.
+  for (const auto& r : unmodelled_runs) {
+    CAPTURE(r.name);
+    const double meas = measured_seconds(r), pred = predicted_seconds(r);
+    CHECK(pred > 0);
+    std::printf("%-30s %9.3fs %9.3fs %+7.1f%% outside: %s\n", std::string(r.name).c_str(), meas, pred,
+                100 * (pred - meas) / meas, std::string(r.note).c_str());
+  }
 }
 
 TEST_CASE("published runs: sensitivity to the assumed micro-batch size") {
