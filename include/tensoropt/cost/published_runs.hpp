@@ -81,6 +81,13 @@
 //   +33..+56 % at seq 512 with materialized attention). The README does not state
 //   the kernels the runs used (fused attention, an MLM decoder over the masked
 //   positions only), so the rows' switches cannot be set from the source.
+//
+// Left out, and why: MLPerf Training results (they report time to train, and the
+// step count of a submission is not in its summary, so no step time follows); the
+// Megatron-LM v1.0 model-parallel rows 2.0B-8.7B (the note states neither their
+// layer shapes nor how they differ from the 2019 paper's 2.5B-8.3B); Shoeybi et al.
+// 2019's 512-GPU figure (aggregate PFLOP/s with a FLOP count the paper does not
+// spell out).
 #pragma once
 #include <array>
 #include <string_view>
