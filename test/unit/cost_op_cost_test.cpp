@@ -266,6 +266,15 @@ TEST_CASE("own collectives: synchronized batch norm, vocab-parallel loss, the lo
   split_b.degree[1][0] = 4;
   const double ch = 2.0 * 4 * c;  // two floats per channel
   CHECK(cost_op(g, bn, split_b, cl).collectives.value == doctest::Approx(2 * all_reduce({{2, 4}}, bytes(ch), cl).value));
+  // a stack with per-device statistics (local_batch_norm) all-reduces nothing, and
+  // the switch changes nothing else of the op's cost
+  cost_options local;
+  local.local_batch_norm = true;
+  const op_cost synced = cost_op(g, bn, split_b, cl), unsynced = cost_op(g, bn, split_b, cl, local);
+  CHECK(synced.collectives.value > 0);
+  CHECK(unsynced.collectives.value == 0);
+  CHECK(unsynced.compute.value == synced.compute.value);
+  CHECK(unsynced.memory().value == synced.memory().value);
   op_config split_c;  // channels split: statistics stay local
   split_c.degree[1][1] = 4;
   CHECK(cost_op(g, bn, split_c, cl).collectives.value == 0);

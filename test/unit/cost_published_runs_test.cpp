@@ -20,14 +20,15 @@
 using namespace tensoropt;
 
 namespace {
-/// ResNet-50 at 2048 images, cut to a row's batch by with_batch (which divides it).
-const op_graph& resnet50_2048() {
-  static const op_graph g = lower<models::wide_resnet<50, 64, 1, 2048, "resnet50">>();
+/// ResNet-50 at 12288 images (a multiple of every row's batch), cut to a row's batch
+/// by with_batch.
+const op_graph& resnet50_12288() {
+  static const op_graph g = lower<models::wide_resnet<50, 64, 1, 12288, "resnet50">>();
   return g;
 }
 
 op_graph graph_of(const published_run& r) {
-  if (r.model == published_model::resnet50) return with_batch(resnet50_2048(), r.global_batch);
+  if (r.model == published_model::resnet50) return with_batch(resnet50_12288(), r.global_batch);
   models::gpt_config c;
   c.layers = r.layers;
   c.hidden = r.hidden;
@@ -44,8 +45,13 @@ double predicted_seconds(const published_run& r, index_t micro_batches = 0) {
   build_options bo;
   bo.micro_batches = micro_batches ? micro_batches : r.micro_batches();
   bo.attention = r.attention;
+  bo.local_batch_norm = r.local_batch_norm;
   return evaluate_spec(parse_strategy_spec(r.strategy), graph_of(r), cl, bo).time;
 }
+
+/// |a / b - 1| <= tol. (doctest::Approx adds a scale of 1 to its epsilon's base, so
+/// for values near 1 it accepts about twice the stated relative error.)
+bool within(double a, double b, double tol) { return std::abs(a / b - 1) <= tol; }
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -84,16 +90,16 @@ TEST_CASE("published runs: Megatron's FLOPs formula reproduces the published MFU
   const auto& r = published_runs[5];
   REQUIRE(r.name == "korthikanti-22b-selective-sp");
   const double mfu = 0.75 * megatron_flops_with_recompute(r) / (measured_seconds(r) * r.gpus() * 312e12);
-  CHECK(mfu == doctest::Approx(0.415).epsilon(0.005));
+  CHECK(within(mfu, 0.415, 0.005));
   // Narayanan et al. Table 1: 137 TFLOP/s per GPU is 44 % of the A100's 312.
-  CHECK(published_runs[0].reported / 312 == doctest::Approx(0.44).epsilon(0.01));
+  CHECK(within(published_runs[0].reported / 312, 0.44, 0.01));
   // Megatron-LM v1.0: 62.4 TFLOP/s at 1288 ms; eq. 3 without the logit term gives
   // 82.5 TFLOP for the assumed 1.2B shape, 2.5 % above 62.4 x 1.288 = 80.4: the
   // shape is plausible, not confirmed (the row says so).
   const auto& v = published_runs[6];
   REQUIRE(v.name == "megatron-v1-1.2b-v100");
   const double eq3_no_logits = 96.0 * 8 * 1024 * 40 * 1536.0 * 1536 * (1 + 1024.0 / (6 * 1536));
-  CHECK(eq3_no_logits / (62.4e12 * measured_seconds(v)) == doctest::Approx(1.0).epsilon(0.03));
+  CHECK(within(eq3_no_logits / (62.4e12 * measured_seconds(v)), 1.0, 0.03));
 }
 
 TEST_CASE("published runs: predicted step time within 15 %, median within 5 %") {
@@ -149,6 +155,49 @@ TEST_CASE("published runs: the runs outside the model, printed") {
   }
 }
 
+TEST_CASE("published runs: data-parallel scaling of ResNet-50, N-GPU step over 1-GPU step") {
+  // Same stack, same per-GPU batch, 1 and N GPUs: the ratio of step times cancels the
+  // stack's kernel efficiency and leaves what data parallelism adds (gradient
+  // all-reduce, not overlapped in the model). MXNet's 8-GPU runs are held to 5 %,
+  // like the 22B recompute ratio. Printed, not held: PyTorch's (their 8-GPU loss is
+  // the host-side input pipeline, file comment) and the DGX-2's 16 GPUs, where the
+  // model under-predicts the growth from 8 to 16 GPUs (measured +5.8 %, predicted
+  // +2.4 %: the 16-GPU ratio is 5.7 % low) for a reason not yet found.
+  const auto find = [](std::string_view name) -> const published_run& {
+    for (const auto& r : unmodelled_runs)
+      if (r.name == name) return r;
+    for (const auto& r : published_runs)
+      if (r.name == name) return r;
+    FAIL("no row " << name);
+    return published_runs[0];
+  };
+  struct pair {
+    std::string_view one, many;
+    bool held;
+  };
+  const pair pairs[] = {
+      {"mxnet-resnet50-a100-80gb", "mxnet-resnet50-a100-80gb-x8", true},
+      {"mxnet-resnet50-v100-16gb", "mxnet-resnet50-v100-16gb-x8", true},
+      {"mxnet-resnet50-dgx2-v100-32gb", "mxnet-resnet50-dgx2-v100-32gb-x8", true},
+      {"mxnet-resnet50-dgx2-v100-32gb", "mxnet-resnet50-dgx2-v100-32gb-x16", false},
+      {"resnet50-a100-80gb", "resnet50-a100-80gb-x8", false},
+      {"resnet50-v100-16gb", "resnet50-v100-16gb-x8", false},
+      {"resnet50-v100-32gb", "resnet50-v100-32gb-x8", false},
+  };
+  for (const auto& p : pairs) {
+    const auto& a = find(p.one);
+    const auto& b = find(p.many);
+    CAPTURE(b.name);
+    REQUIRE(a.micro_batch == b.micro_batch);  // same per-GPU batch
+    REQUIRE(a.device == b.device);
+    const double measured = measured_seconds(b) / measured_seconds(a);
+    const double predicted = predicted_seconds(b) / predicted_seconds(a);
+    std::printf("%-34s / 1 GPU: measured %.3f, predicted %.3f (%+.1f%%)%s\n", std::string(b.name).c_str(), measured,
+                predicted, 100 * (predicted - measured) / measured, p.held ? "" : ", not held");
+    if (p.held) CHECK(within(predicted, measured, 0.05));
+  }
+}
+
 TEST_CASE("published runs: sensitivity to the assumed micro-batch size") {
   // Narayanan et al. Table 1 gives no micro-batch size; the rows assume one sequence.
   // With the whole replica batch as one micro-batch the prediction is lower (fewer,
@@ -174,5 +223,5 @@ TEST_CASE("published runs: the recomputation saving of Korthikanti et al. (22B)"
   const double measured = measured_seconds(full) / measured_seconds(sel);
   const double predicted = predicted_seconds(full) / predicted_seconds(sel);
   std::printf("22B full / selective+sp: measured %.3f, predicted %.3f\n", measured, predicted);
-  CHECK(predicted == doctest::Approx(measured).epsilon(0.05));
+  CHECK(within(predicted, measured, 0.05));
 }

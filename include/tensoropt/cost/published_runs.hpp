@@ -46,7 +46,8 @@
 //   img/s (DGX-1 V100 16GB), 1156 img/s (DGX-1 V100 32GB); batch 256 per GPU
 //   (ConvNets/configs.yml, AMP on DGXA100 and DGX1V: batch_size 256, NHWC). Step
 //   time = 256 / throughput. Stack: torch.cuda.amp (fp16 compute, fp32 master
-//   weights), cuDNN convolutions and batch norm, DALI input pipeline, SGD with
+//   weights), cuDNN convolutions and batch norm with per-GPU statistics (switch
+//   local_batch_norm: no statistics all-reduce), DALI input pipeline, SGD with
 //   momentum (the cost model charges an Adam-sized update: 28 instead of about 20
 //   bytes per parameter, < 0.5 ms on 25.6M parameters).
 //
@@ -69,7 +70,19 @@
 //   from 1 to 8 GPUs, but the gradient all-reduce (25.6M fp32 gradients over NVLink,
 //   overlapped by PyTorch DDP) is about 1-2 ms of a 100-250 ms step: the loss is the
 //   input pipeline (real JPEGs decoded by DALI on the host CPUs for 8 GPUs), which
-//   tensoropt does not model. Predicted: -16 % (A100), -8 % and -11 % (V100).
+//   tensoropt does not model. Predicted: -19 % (A100), -9 % and -12 % (V100).
+// - ResNet-50 v1.5 in MXNet (DeepLearningExamples MxNet/Classification/RN50v1.5/
+//   README.md, mxnet-20.12, mixed precision, "total IPS (data + compute)"): 1 / 8
+//   GPUs, 2180 / 16925 img/s on DGX A100 80GB (batch 256 per GPU), 1376 / 10723 on
+//   DGX-1 V100 16GB (batch 192), 1492 / 11368 / 21484 on 1 / 8 / 16 GPUs of a DGX-2
+//   (V100 32GB, batch 256). On the same hardware this stack is 12 % slower than the
+//   PyTorch rows on A100 and faster on V100 (1376 img/s at batch 192 against 1200 at
+//   256), so one set of kernel efficiencies cannot serve both: predicted -19 % (A100)
+//   and +18..+27 % (V100). Its data-parallel scaling is near linear (7.76x on 8
+//   A100s), so the ratio of its 8-GPU to 1-GPU step, which cancels the stack's
+//   kernel efficiency, is held to 5 % by the test (+2.0 %, +0.5 %, -2.5 %); the
+//   DGX-2's 16-GPU ratio is 5.7 % low (measured +5.8 % from 8 to 16 GPUs, predicted
+//   +2.4 %), printed and not held, the cause not yet found.
 // - BERT-large pre-training (DeepLearningExamples PyTorch/LanguageModeling/BERT/
 //   README.md, pytorch:21.11-py3, mixed precision; seq 128: batch 256 x 32
 //   accumulation steps per GPU on A100, 64 x 64 on V100; seq 512: 32 x 128 on A100,
@@ -117,6 +130,7 @@ struct published_run {
   // the strategy and software stack
   std::string_view strategy;  ///< a --strategy SPEC
   attention_kernel attention = attention_kernel::materialized;
+  bool local_batch_norm = false;  ///< per-device batch-norm statistics (cost_options::local_batch_norm)
   // what was measured
   enum class figure : std::uint8_t { tflops_per_gpu, seconds, samples_per_second };
   figure reported_as = figure::seconds;
@@ -224,24 +238,30 @@ constexpr published_run megatron_v1_1_2b() {
   r.note = "layer shape from Shoeybi et al. 2019 Table 1 and checkpointing assumed; DGX-2H V100 (130 TFLOP/s peak)";
   return r;
 }
-/// ResNet-50 v1.5, mixed precision, 256 images per GPU per iteration.
-constexpr published_run resnet50_row(std::string_view name, index_t gpus, std::string_view device, double img_per_s,
-                                     std::string_view note) {
+/// ResNet-50 v1.5, mixed precision, `per_gpu` images per GPU per iteration, data
+/// parallel on one node with per-device batch-norm statistics.
+constexpr published_run resnet50_row(std::string_view name, index_t gpus, index_t per_gpu, std::string_view device,
+                                     double img_per_s, std::string_view source, std::string_view note) {
   published_run r;
   r.name = name;
   r.model = published_model::resnet50;
-  r.global_batch = 256 * gpus;
-  r.micro_batch = 256;
+  r.global_batch = per_gpu * gpus;
+  r.micro_batch = per_gpu;
   r.nodes = 1;
   r.gpus_per_node = gpus;
   r.device = device;
   r.strategy = "tp=1";
+  r.local_batch_norm = true;
   r.reported_as = published_run::figure::samples_per_second;
   r.reported = img_per_s;
-  r.source = "NVIDIA DeepLearningExamples, PyTorch ConvNets resnet50v1.5 README (21.03), AMP; configs.yml";
+  r.source = source;
   r.note = note;
   return r;
 }
+inline constexpr std::string_view dle_pytorch_rn50 =
+    "NVIDIA DeepLearningExamples, PyTorch ConvNets resnet50v1.5 README (21.03), AMP; configs.yml";
+inline constexpr std::string_view dle_mxnet_rn50 =
+    "NVIDIA DeepLearningExamples, MxNet RN50v1.5 README (mxnet-20.12), mixed precision, total IPS";
 /// BERT-large pre-training (hidden 1024, 24 layers, 16 heads, vocabulary 30522
 /// padded to 30528): `per_gpu` sequences per GPU per iteration in micro-batches of
 /// `micro`.
@@ -278,18 +298,38 @@ inline constexpr std::array<published_run, 10> published_runs = {
     detail::korthikanti_22b("korthikanti-22b-full", "tp=8,recompute=full", 1.42),
     detail::korthikanti_22b("korthikanti-22b-selective-sp", "tp=8,sp=1,recompute=selective", 1.10),
     detail::megatron_v1_1_2b(),
-    detail::resnet50_row("resnet50-a100-80gb", 1, "a100-80gb", 2470, "DGX A100 80GB, 1 GPU"),
-    detail::resnet50_row("resnet50-v100-16gb", 1, "v100-16gb", 1200, "DGX-1 V100 16GB, 1 GPU"),
-    detail::resnet50_row("resnet50-v100-32gb", 1, "v100-32gb", 1156, "DGX-1 V100 32GB, 1 GPU"),
+    detail::resnet50_row("resnet50-a100-80gb", 1, 256, "a100-80gb", 2470, detail::dle_pytorch_rn50,
+                         "DGX A100 80GB, 1 GPU"),
+    detail::resnet50_row("resnet50-v100-16gb", 1, 256, "v100-16gb", 1200, detail::dle_pytorch_rn50,
+                         "DGX-1 V100 16GB, 1 GPU"),
+    detail::resnet50_row("resnet50-v100-32gb", 1, 256, "v100-32gb", 1156, detail::dle_pytorch_rn50,
+                         "DGX-1 V100 32GB, 1 GPU"),
 };
 
 /// Runs measured and evaluated but outside the model, each with its reason in the
 /// note (see the file comment); the test prints their errors and holds them to
 /// nothing.
-inline constexpr std::array<published_run, 11> unmodelled_runs = {
-    detail::resnet50_row("resnet50-a100-80gb-x8", 8, "a100-80gb", 16621, "input pipeline (DALI on the host CPUs)"),
-    detail::resnet50_row("resnet50-v100-16gb-x8", 8, "v100-16gb", 8322, "input pipeline (DALI on the host CPUs)"),
-    detail::resnet50_row("resnet50-v100-32gb-x8", 8, "v100-32gb", 8056, "input pipeline (DALI on the host CPUs)"),
+inline constexpr std::array<published_run, 18> unmodelled_runs = {
+    detail::resnet50_row("resnet50-a100-80gb-x8", 8, 256, "a100-80gb", 16621, detail::dle_pytorch_rn50,
+                         "input pipeline (DALI on the host CPUs)"),
+    detail::resnet50_row("resnet50-v100-16gb-x8", 8, 256, "v100-16gb", 8322, detail::dle_pytorch_rn50,
+                         "input pipeline (DALI on the host CPUs)"),
+    detail::resnet50_row("resnet50-v100-32gb-x8", 8, 256, "v100-32gb", 8056, detail::dle_pytorch_rn50,
+                         "input pipeline (DALI on the host CPUs)"),
+    detail::resnet50_row("mxnet-resnet50-a100-80gb", 1, 256, "a100-80gb", 2180, detail::dle_mxnet_rn50,
+                         "stack efficiency (file comment)"),
+    detail::resnet50_row("mxnet-resnet50-a100-80gb-x8", 8, 256, "a100-80gb", 16925, detail::dle_mxnet_rn50,
+                         "stack efficiency (file comment)"),
+    detail::resnet50_row("mxnet-resnet50-v100-16gb", 1, 192, "v100-16gb", 1376, detail::dle_mxnet_rn50,
+                         "stack efficiency (file comment)"),
+    detail::resnet50_row("mxnet-resnet50-v100-16gb-x8", 8, 192, "v100-16gb", 10723, detail::dle_mxnet_rn50,
+                         "stack efficiency (file comment)"),
+    detail::resnet50_row("mxnet-resnet50-dgx2-v100-32gb", 1, 256, "v100-32gb", 1492, detail::dle_mxnet_rn50,
+                         "stack efficiency (file comment)"),
+    detail::resnet50_row("mxnet-resnet50-dgx2-v100-32gb-x8", 8, 256, "v100-32gb", 11368, detail::dle_mxnet_rn50,
+                         "stack efficiency (file comment)"),
+    detail::resnet50_row("mxnet-resnet50-dgx2-v100-32gb-x16", 16, 256, "v100-32gb", 21484, detail::dle_mxnet_rn50,
+                         "stack efficiency (file comment)"),
     detail::bert_row("bert-large-s128-a100", 128, 1, "a100-80gb", 8192, 256, 580),
     detail::bert_row("bert-large-s128-a100-x8", 128, 8, "a100-80gb", 8192, 256, 4591),
     detail::bert_row("bert-large-s512-a100", 512, 1, "a100-80gb", 4096, 32, 210),
