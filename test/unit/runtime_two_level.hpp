@@ -148,9 +148,10 @@ inline int ops_split_across_nodes(const rt::training_plan& p) {
   return n;
 }
 
-/// The shared body of the per-model two-level tests: on 2 x 2 and 2 x 4 (and 4 x 2),
-/// data parallel on both levels, hybrid, inverted and two random plans, plus data
-/// parallel with 2 micro-batches on 2 x 4, each against the one-device run.
+/// The shared body of the per-model two-level tests: on 2 x 2, 2 x 4 and 4 x 2, data
+/// parallel on both levels, hybrid, inverted and two random plans; on 2 x 4, data
+/// parallel and a random plan with 2 micro-batches; Adam on a random 2 x 2 plan; each
+/// against the one-device run.
 inline void check_two_level(const to::op_graph& g) {
   REQUIRE(g.batch % 16 == 0);
   const auto ref = run(g, data_parallel(g, 1), 3);
@@ -175,6 +176,15 @@ inline void check_two_level(const to::op_graph& g) {
   }
   CHECK(random_across > 0);  // the random plans use the node level too
   check_against(g, ref, data_parallel_2l(g, 2, 4, 2), "two-level data parallel + 2 micro-batches");
+  check_against(g, ref, random_plan_2l(g, 2, 4, 5, 2), "two-level random plan + 2 micro-batches");
+  // Adam (eps as in check_adam: a weight whose true gradient is zero gets rounding
+  // noise that a tiny eps would amplify differently under each plan)
+  rt::optimizer_options adam;
+  adam.type = rt::optimizer_options::kind::adam;
+  adam.lr = 1e-3f;
+  adam.eps = 1e-3f;
+  const auto ref_adam = run(g, data_parallel(g, 1), 3, adam);
+  check_against(g, ref_adam, random_plan_2l(g, 2, 2, 23), "two-level random plan, Adam", adam);
 }
 
 }  // namespace rt_test
