@@ -32,8 +32,9 @@
 //   recomputation + sequence parallelism. Unconfirmed: no stored copy of Table 5 was
 //   found; the two figures are consistent with the 41.5 % MFU quoted for the run
 //   (the test checks that arithmetic), which is not a confirmation of the source.
-// - Megatron-LM v1.0 release note (NVIDIA ADLR, nv-adlr.github.io/MegatronLMV1,
-//   Table 1 "weak model parallel scaling"): the 1.2B GPT-2 baseline on one V100 of a
+// - Megatron-LM v1.0 release note (NVIDIA ADLR, nv-adlr.github.io/MegatronLMV1, the
+//   page's source _projects/megatron-lm-v1.md, Table 1 "weak model parallel
+//   scaling"): the 1.2B GPT-2 baseline on one V100 of a
 //   DGX-2H, batch 8, iteration time 1288 ms (62.4 TFLOP/s, "48 % of the theoretical
 //   peak"). The note gives no layer shape: the row takes the 1.2B shape of Shoeybi
 //   et al. 2019 (arXiv:1909.08053) Table 1 (hidden 1536, 40 layers, 16 heads, seq
