@@ -92,9 +92,10 @@
 //   time per token at seq 128 is 1.45x (A100) and 1.34x (V100) the time per token
 //   at seq 512, while every FLOP and byte of the model per token grows with the
 //   sequence; no kernel-level model matches both (predicted -15..-22 % at seq 128,
-//   +33..+56 % at seq 512 with materialized attention). The README does not state
-//   the kernels the runs used (fused attention, an MLM decoder over the masked
-//   positions only), so the rows' switches cannot be set from the source.
+//   +33..+56 % at seq 512 with materialized attention). The README's feature matrix
+//   lists the LDDL data loader and NVFuser but states neither how batches are padded
+//   (the tokens computed per nominal sequence) nor which kernels are fused, so the
+//   rows' switches cannot be set from the source.
 //
 // Left out, and why: MLPerf Training results (they report time to train, and the
 // step count of a submission is not in its summary, so no step time follows); the
