@@ -48,7 +48,8 @@
 //   (ConvNets/configs.yml, AMP on DGXA100 and DGX1V: batch_size 256, NHWC). Step
 //   time = 256 / throughput. Stack: torch.cuda.amp (fp16 compute, fp32 master
 //   weights), cuDNN convolutions and batch norm with per-GPU statistics (switch
-//   local_batch_norm: no statistics all-reduce), DALI input pipeline, SGD with
+//   local_batch_norm: no statistics all-reduce), JPEGs decoded on the host (the
+//   README recommends DALI on the CPU; configs.yml names the PyTorch loader), SGD with
 //   momentum (the cost model charges an Adam-sized update: 28 instead of about 20
 //   bytes per parameter, < 0.5 ms on 25.6M parameters).
 //
@@ -69,9 +70,10 @@
 // - ResNet-50 on 8 GPUs (same README and container): 16621 img/s on DGX A100, 8322
 //   on DGX-1 V100 16GB, 8056 on DGX-1 V100 32GB. Per-GPU throughput falls 13-16 %
 //   from 1 to 8 GPUs, but the gradient all-reduce (25.6M fp32 gradients over NVLink,
-//   overlapped by PyTorch DDP) is about 1-2 ms of a 100-250 ms step: the loss is the
-//   input pipeline (real JPEGs decoded by DALI on the host CPUs for 8 GPUs), which
-//   tensoropt does not model. Predicted: -19 % (A100), -9 % and -12 % (V100).
+//   overlapped by PyTorch DDP) is about 1-2 ms of a 100-250 ms step. The likely
+//   cause is the input pipeline (one host decoding JPEGs for 8 GPUs), which tensoropt
+//   does not model; the MXNet runs below scale almost linearly on the same machines.
+//   Predicted: -19 % (A100), -9 % and -12 % (V100).
 // - ResNet-50 v1.5 in MXNet (DeepLearningExamples MxNet/Classification/RN50v1.5/
 //   README.md, mxnet-20.12, mixed precision, "total IPS (data + compute)"): 1 / 8
 //   GPUs, 2180 / 16925 img/s on DGX A100 80GB (batch 256 per GPU), 1376 / 10723 on
@@ -313,11 +315,11 @@ inline constexpr std::array<published_run, 10> published_runs = {
 /// nothing.
 inline constexpr std::array<published_run, 18> unmodelled_runs = {
     detail::resnet50_row("resnet50-a100-80gb-x8", 8, 256, "a100-80gb", 16621, detail::dle_pytorch_rn50,
-                         "input pipeline (DALI on the host CPUs)"),
+                         "host-side input pipeline (file comment)"),
     detail::resnet50_row("resnet50-v100-16gb-x8", 8, 256, "v100-16gb", 8322, detail::dle_pytorch_rn50,
-                         "input pipeline (DALI on the host CPUs)"),
+                         "host-side input pipeline (file comment)"),
     detail::resnet50_row("resnet50-v100-32gb-x8", 8, 256, "v100-32gb", 8056, detail::dle_pytorch_rn50,
-                         "input pipeline (DALI on the host CPUs)"),
+                         "host-side input pipeline (file comment)"),
     detail::resnet50_row("mxnet-resnet50-a100-80gb", 1, 256, "a100-80gb", 2180, detail::dle_mxnet_rn50,
                          "stack efficiency (file comment)"),
     detail::resnet50_row("mxnet-resnet50-a100-80gb-x8", 8, 256, "a100-80gb", 16925, detail::dle_mxnet_rn50,
