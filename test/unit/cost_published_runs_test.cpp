@@ -48,6 +48,7 @@ spec_evaluation evaluate_row(const published_run& r, index_t micro_batches = 0, 
   bo.micro_batches = micro_batches ? micro_batches : r.micro_batches();
   bo.attention = r.attention;
   bo.local_batch_norm = r.local_batch_norm;
+  bo.fused_bn_relu = r.fused_bn_relu;
   return evaluate_spec(parse_strategy_spec(r.strategy), graph_of(r, seq), cl, bo);
 }
 
@@ -99,6 +100,34 @@ TEST_CASE("published runs: the table is well formed") {
     check_well_formed(r);
     CHECK(!r.note.empty());  // the reason it is outside the model
   }
+  for (const auto& r : fused_stack_runs) {
+    check_well_formed(r);
+    CHECK(r.fused_bn_relu);  // the stack's switch, from its runner
+  }
+}
+
+TEST_CASE("published runs: the MXNet fused batch-norm stack, each row within 15 %") {
+  // The runner fuses BN + ReLU and BN + add + ReLU (switch fused_bn_relu): each row
+  // is held to 15 %; the median is printed, not held (file comment: the rows stay out
+  // of the main table's median). Without the switch the V100 rows are 18-27 % slow,
+  // printed to show what the switch changes.
+  std::vector<double> err;
+  for (const auto& r : fused_stack_runs) {
+    CAPTURE(r.name);
+    const double meas = measured_seconds(r), pred = predicted_seconds(r);
+    published_run unfused = r;
+    unfused.fused_bn_relu = false;
+    const double plain = predicted_seconds(unfused);
+    CHECK(pred < plain);
+    std::printf("%-34s %9.3fs %9.3fs %+7.1f%% (unfused: %+7.1f%%)\n", std::string(r.name).c_str(), meas, pred,
+                100 * (pred - meas) / meas, 100 * (plain - meas) / meas);
+    CHECK(std::abs(pred - meas) / meas <= 0.15);
+    err.push_back(std::abs(pred - meas) / meas);
+  }
+  std::printf("fused-stack rows: %zu, median |error| %.1f%%\n", err.size(), 100 * median(err));
+  for (const auto& r : published_runs)
+    err.push_back(std::abs(predicted_seconds(r) - measured_seconds(r)) / measured_seconds(r));
+  std::printf("main table with them: %zu rows, median |error| %.1f%% (not held)\n", err.size(), 100 * median(err));
 }
 
 TEST_CASE("published runs: Megatron's FLOPs formula reproduces the published MFU") {
@@ -222,13 +251,14 @@ TEST_CASE("published runs: BERT with the MLM head on the masked positions only")
 TEST_CASE("published runs: data-parallel scaling of ResNet-50, N-GPU step over 1-GPU step") {
   // Same stack, same per-GPU batch, 1 and N GPUs: the ratio of step times cancels the
   // stack's kernel efficiency and leaves what data parallelism adds (gradient
-  // all-reduce, not overlapped in the model). MXNet's 8-GPU runs are held to 5 %,
-  // like the 22B recompute ratio. Printed, not held: PyTorch's (their 8-GPU loss is
-  // the host-side input pipeline, file comment) and the DGX-2's 16 GPUs, where the
-  // model under-predicts the growth from 8 to 16 GPUs (measured +5.8 %, predicted
-  // +2.4 %: the 16-GPU ratio is 5.7 % low) for a reason not yet found.
+  // all-reduce, not overlapped in the model). MXNet's 8- and 16-GPU runs are held to
+  // 5 %, like the 22B recompute ratio (with the stack's fused batch norm the DGX-2's
+  // 16-GPU ratio is 4 % low; unfused it was 5.7 % low). Printed, not held:
+  // PyTorch's (their 8-GPU loss is the host-side input pipeline, file comment).
   const auto find = [](std::string_view name) -> const published_run& {
     for (const auto& r : unmodelled_runs)
+      if (r.name == name) return r;
+    for (const auto& r : fused_stack_runs)
       if (r.name == name) return r;
     for (const auto& r : published_runs)
       if (r.name == name) return r;
@@ -243,7 +273,8 @@ TEST_CASE("published runs: data-parallel scaling of ResNet-50, N-GPU step over 1
       {"mxnet-resnet50-a100-80gb", "mxnet-resnet50-a100-80gb-x8", true},
       {"mxnet-resnet50-v100-16gb", "mxnet-resnet50-v100-16gb-x8", true},
       {"mxnet-resnet50-dgx2-v100-32gb", "mxnet-resnet50-dgx2-v100-32gb-x8", true},
-      {"mxnet-resnet50-dgx2-v100-32gb", "mxnet-resnet50-dgx2-v100-32gb-x16", false},
+      {"mxnet-resnet50-dgx2-v100-32gb", "mxnet-resnet50-dgx2-v100-32gb-x16", true},
+      {"mxnet2210-resnet50-a100-80gb", "mxnet2210-resnet50-a100-80gb-x8", true},
       {"resnet50-a100-80gb", "resnet50-a100-80gb-x8", false},
       {"resnet50-v100-16gb", "resnet50-v100-16gb-x8", false},
       {"resnet50-v100-32gb", "resnet50-v100-32gb-x8", false},

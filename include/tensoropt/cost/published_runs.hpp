@@ -6,7 +6,7 @@
 // A row is one run: the model (a GPT, a BERT or ResNet-50), the cluster (nodes x GPUs
 // per node and the device preset), the strategy as a `--strategy` SPEC
 // (plan/strategy_spec.hpp), the software-stack switches the run used (attention
-// kernel), the measured figure with its source, and whether that figure and the
+// kernel, per-device batch-norm statistics, BN + ReLU fusion), the measured figure with its source, and whether that figure and the
 // run's configuration were confirmed against a stored copy of the source
 // (`confirmed`; an unconfirmed row says what is missing in its note). Only runs
 // without pipeline parallelism are kept (Narayanan et al. Table 1 from 39.1B on and
@@ -71,21 +71,29 @@
 //   on DGX-1 V100 16GB, 8056 on DGX-1 V100 32GB. Per-GPU throughput falls 13-16 %
 //   from 1 to 8 GPUs, but the gradient all-reduce (25.6M fp32 gradients over NVLink,
 //   overlapped by PyTorch DDP) is about 1-2 ms of a 100-250 ms step. The likely
-//   cause is the input pipeline (one host decoding JPEGs for 8 GPUs), which tensoropt
-//   does not model; the MXNet runs below scale almost linearly on the same machines.
-//   Predicted: -19 % (A100), -9 % and -12 % (V100).
+//   cause is the input pipeline: configs.yml gives ResNet runs data_backend pytorch
+//   (JPEG decoding and augmentation in host worker processes: 10 per GPU on
+//   DGXA100, 8 on DGX1V), so 8 GPUs share one host's cores; tensoropt does not
+//   model the host, and the MXNet runs (decoding on the GPUs) scale almost linearly
+//   on the same machines. Predicted: -19 % (A100), -9 % and -12 % (V100).
 // - ResNet-50 v1.5 in MXNet (DeepLearningExamples MxNet/Classification/RN50v1.5/
-//   README.md, mxnet-20.12, mixed precision, "total IPS (data + compute)"): 1 / 8
-//   GPUs, 2180 / 16925 img/s on DGX A100 80GB (batch 256 per GPU), 1376 / 10723 on
-//   DGX-1 V100 16GB (batch 192), 1492 / 11368 / 21484 on 1 / 8 / 16 GPUs of a DGX-2
-//   (V100 32GB, batch 256). On the same hardware this stack is 12 % slower than the
-//   PyTorch rows on A100 and faster on V100 (1376 img/s at batch 192 against 1200 at
-//   256), so one set of kernel efficiencies cannot serve both: predicted -19 % (A100)
-//   and +18..+27 % (V100). Its data-parallel scaling is near linear (7.76x on 8
-//   A100s), so the ratio of its 8-GPU to 1-GPU step, which cancels the stack's
-//   kernel efficiency, is held to 5 % by the test (+2.0 %, +0.5 %, -2.5 %); the
-//   DGX-2's 16-GPU ratio is 5.7 % low (measured +5.8 % from 8 to 16 GPUs, predicted
-//   +2.4 %), printed and not held, the cause not yet found.
+//   README.md, "total IPS (data + compute)", mixed precision; benchmark.py -> runner,
+//   whose float16 stack is --fuse-bn-relu 1 --fuse-bn-add-relu 1 with NHWC
+//   convolution, batch norm and pooling (the same lines in the mxnet-20.12 and 22.10
+//   releases), Horovod all-reduce, DALI decoding on the GPU): switch fused_bn_relu.
+//   mxnet-20.12: 1376 / 10723 img/s on 1 / 8 GPUs of a DGX-1 V100 16GB (batch 192),
+//   1492 / 11368 / 21484 on 1 / 8 / 16 GPUs of a DGX-2 (V100 32GB, batch 256);
+//   mxnet-22.10: 3410.52 / 26673.72 on 1 / 8 GPUs of a DGX A100 80GB (batch 512).
+//   These are fused_stack_runs: with the switch every row is predicted 7.1-13.9 %
+//   fast (without it +18..+27 % slow on V100), held to 15 % each but not in the
+//   main table, whose median they would lift from 4.3 % to 7.1 %: the model is
+//   about 9 % optimistic for this stack, the cause not established (DALI's decoding
+//   and augmentation on the training GPU are in the figure and not in the model).
+//   Their 8-GPU (and DGX-2 16-GPU) over 1-GPU step ratios, which cancel the kernel
+//   rates, are held to 5 %. Outside the model: the mxnet-20.12 DGX A100 rows (2180 /
+//   16925 img/s, batch 256), predicted -41 % and -38 %: the same runner flags on the
+//   same machine reach 3410.52 img/s in the 22.10 release (36 % less time per
+//   image), so the 20.12 figure measures an A100 stack the model does not describe.
 // - BERT-large pre-training (DeepLearningExamples PyTorch/LanguageModeling/BERT/
 //   README.md, pytorch:21.11-py3, mixed precision; seq 128: batch 256 x 32
 //   accumulation steps per GPU on A100, 64 x 64 on V100; seq 512: 32 x 128 on A100,
@@ -157,6 +165,7 @@ struct published_run {
   std::string_view strategy;  ///< a --strategy SPEC
   attention_kernel attention = attention_kernel::materialized;
   bool local_batch_norm = false;  ///< per-device batch-norm statistics (cost_options::local_batch_norm)
+  bool fused_bn_relu = false;     ///< BN fused with the ReLU / residual add after it (cost_options::fused_bn_relu)
   /// BERT: masked positions per sequence the MLM head runs on (dense_sequence_output);
   /// 0: every token (what the lowering builds).
   index_t mlm_predictions = 0;
@@ -294,6 +303,16 @@ inline constexpr std::string_view dle_pytorch_rn50 =
     "NVIDIA DeepLearningExamples, PyTorch ConvNets resnet50v1.5 README (21.03), AMP; configs.yml";
 inline constexpr std::string_view dle_mxnet_rn50 =
     "NVIDIA DeepLearningExamples, MxNet RN50v1.5 README (mxnet-20.12), mixed precision, total IPS";
+inline constexpr std::string_view dle_mxnet_rn50_2210 =
+    "NVIDIA DeepLearningExamples, MxNet RN50v1.5 README (mxnet-22.10), mixed precision, total IPS";
+/// An MXNet row: the runner's float16 stack fuses BN + ReLU and BN + add + ReLU
+/// (--fuse-bn-relu 1 --fuse-bn-add-relu 1, NHWC; file comment).
+constexpr published_run mxnet_row(std::string_view name, index_t gpus, index_t per_gpu, std::string_view device,
+                                  double img_per_s, std::string_view source, std::string_view note) {
+  published_run r = resnet50_row(name, gpus, per_gpu, device, img_per_s, source, note);
+  r.fused_bn_relu = true;
+  return r;
+}
 /// BERT-large pre-training (hidden 1024, 24 layers, 16 heads, vocabulary 30522
 /// padded to 30528): `per_gpu` sequences per GPU per iteration in micro-batches of
 /// `micro`.
@@ -341,30 +360,39 @@ inline constexpr std::array<published_run, 10> published_runs = {
                          "DGX-1 V100 32GB, 1 GPU"),
 };
 
+/// Runs of the MXNet stack (switch fused_bn_relu): each held to 15 %, kept out of
+/// the main table's median (see the file comment).
+inline constexpr std::array<published_run, 7> fused_stack_runs = {
+    detail::mxnet_row("mxnet-resnet50-v100-16gb", 1, 192, "v100-16gb", 1376, detail::dle_mxnet_rn50,
+                      "DGX-1 V100 16GB, 1 GPU"),
+    detail::mxnet_row("mxnet-resnet50-v100-16gb-x8", 8, 192, "v100-16gb", 10723, detail::dle_mxnet_rn50,
+                      "DGX-1 V100 16GB, 8 GPUs"),
+    detail::mxnet_row("mxnet-resnet50-dgx2-v100-32gb", 1, 256, "v100-32gb", 1492, detail::dle_mxnet_rn50,
+                      "DGX-2, 1 GPU"),
+    detail::mxnet_row("mxnet-resnet50-dgx2-v100-32gb-x8", 8, 256, "v100-32gb", 11368, detail::dle_mxnet_rn50,
+                      "DGX-2, 8 GPUs"),
+    detail::mxnet_row("mxnet-resnet50-dgx2-v100-32gb-x16", 16, 256, "v100-32gb", 21484, detail::dle_mxnet_rn50,
+                      "DGX-2, 16 GPUs"),
+    detail::mxnet_row("mxnet2210-resnet50-a100-80gb", 1, 512, "a100-80gb", 3410.52, detail::dle_mxnet_rn50_2210,
+                      "DGX A100 80GB, 1 GPU"),
+    detail::mxnet_row("mxnet2210-resnet50-a100-80gb-x8", 8, 512, "a100-80gb", 26673.72,
+                      detail::dle_mxnet_rn50_2210, "DGX A100 80GB, 8 GPUs"),
+};
+
 /// Runs measured and evaluated but outside the model, each with its reason in the
 /// note (see the file comment); the test prints their errors and holds them to
-/// nothing.
-inline constexpr std::array<published_run, 18> unmodelled_runs = {
+/// nothing but what explains them.
+inline constexpr std::array<published_run, 13> unmodelled_runs = {
     detail::resnet50_row("resnet50-a100-80gb-x8", 8, 256, "a100-80gb", 16621, detail::dle_pytorch_rn50,
                          "host-side input pipeline (file comment)"),
     detail::resnet50_row("resnet50-v100-16gb-x8", 8, 256, "v100-16gb", 8322, detail::dle_pytorch_rn50,
                          "host-side input pipeline (file comment)"),
     detail::resnet50_row("resnet50-v100-32gb-x8", 8, 256, "v100-32gb", 8056, detail::dle_pytorch_rn50,
                          "host-side input pipeline (file comment)"),
-    detail::resnet50_row("mxnet-resnet50-a100-80gb", 1, 256, "a100-80gb", 2180, detail::dle_mxnet_rn50,
-                         "stack efficiency (file comment)"),
-    detail::resnet50_row("mxnet-resnet50-a100-80gb-x8", 8, 256, "a100-80gb", 16925, detail::dle_mxnet_rn50,
-                         "stack efficiency (file comment)"),
-    detail::resnet50_row("mxnet-resnet50-v100-16gb", 1, 192, "v100-16gb", 1376, detail::dle_mxnet_rn50,
-                         "stack efficiency (file comment)"),
-    detail::resnet50_row("mxnet-resnet50-v100-16gb-x8", 8, 192, "v100-16gb", 10723, detail::dle_mxnet_rn50,
-                         "stack efficiency (file comment)"),
-    detail::resnet50_row("mxnet-resnet50-dgx2-v100-32gb", 1, 256, "v100-32gb", 1492, detail::dle_mxnet_rn50,
-                         "stack efficiency (file comment)"),
-    detail::resnet50_row("mxnet-resnet50-dgx2-v100-32gb-x8", 8, 256, "v100-32gb", 11368, detail::dle_mxnet_rn50,
-                         "stack efficiency (file comment)"),
-    detail::resnet50_row("mxnet-resnet50-dgx2-v100-32gb-x16", 16, 256, "v100-32gb", 21484, detail::dle_mxnet_rn50,
-                         "stack efficiency (file comment)"),
+    detail::mxnet_row("mxnet-resnet50-a100-80gb", 1, 256, "a100-80gb", 2180, detail::dle_mxnet_rn50,
+                      "mxnet-20.12 on A100: 36 % slower per image than 22.10 with the same flags (file comment)"),
+    detail::mxnet_row("mxnet-resnet50-a100-80gb-x8", 8, 256, "a100-80gb", 16925, detail::dle_mxnet_rn50,
+                      "mxnet-20.12 on A100: 36 % slower per image than 22.10 with the same flags (file comment)"),
     detail::bert_row("bert-large-s128-a100", 128, 1, "a100-80gb", 8192, 256, 580),
     detail::bert_row("bert-large-s128-a100-x8", 128, 8, "a100-80gb", 8192, 256, 4591),
     detail::bert_row("bert-large-s512-a100", 512, 1, "a100-80gb", 4096, 32, 210),
