@@ -60,13 +60,12 @@
 // V100 rows run fp16: the bf16-mixed precision has the same bytes, and device.hpp
 // gives V100's fp16 tensor-core peak for it.
 //
-// Calibration: no constant of the cost model was fitted to these rows; every row is
-// a check row (fit_row = false). A row used to fit a constant must set fit_row, and
-// the test reports the error on fit rows and on check rows separately (and on
-// confirmed rows alone).
+// Calibration: no constant of the cost model was fitted to any row (fit_row =
+// false everywhere). A row used to fit a constant must set fit_row, and the test
+// reports fit, check and confirmed rows' errors separately.
 //
-// Runs measured but outside the model (unmodelled_runs below: evaluated and printed
-// by the test with their errors, not held to the tolerance), each with its reason:
+// Runs beyond the main table (unmodelled_runs: printed, held only to what explains
+// them; fused_stack_runs: held per row, not in the median), with their reasons:
 // - ResNet-50 on 8 GPUs (same README and container): 16621 img/s on DGX A100, 8322
 //   on DGX-1 V100 16GB, 8056 on DGX-1 V100 32GB. Per-GPU throughput falls 13-16 %
 //   from 1 to 8 GPUs, but the gradient all-reduce (25.6M fp32 gradients over NVLink,
@@ -124,11 +123,10 @@
 //   The exact binned mean is not in any stored source, so these rows stay outside.
 //   Not explained: the seq-128 rows (full 128 tokens, phase 1 unbinned) are
 //   predicted 15-22 % fast, 21-27 % with the MLM head on 20 of 128 tokens (the
-//   test prints both), against 0.7-4.5 % for the Megatron GPT rows on A100. What
-//   was checked and is too small: LAMB (once per 32-64 micro-steps, < 0.1 %), the
-//   layout copies of the [s, b, h] attention path (transpose + contiguous of q, k, v
-//   and the context: about 4 % at seq 128, estimated from one [s, b, h] fp16 read
-//   and write per copy at 85 % of HBM bandwidth).
+//   test prints both), against 0.7-4.5 % for the Megatron GPT rows on A100. Too
+//   small to explain it (estimated at seq 128, A100): LAMB (once per 32 micro-steps,
+//   < 0.1 %), the context's transpose + contiguous copy (about 1 %), bias-gradient
+//   reductions (about 2 %).
 // Left out, and why: MLPerf Training results (they report time to train, and the
 // step count of a submission is not in its summary, so no step time follows); the
 // Megatron-LM v1.0 model-parallel rows 2.0B-8.7B (the note states neither their
@@ -166,12 +164,8 @@ struct published_run {
   attention_kernel attention = attention_kernel::materialized;
   bool local_batch_norm = false;  ///< per-device batch-norm statistics (cost_options::local_batch_norm)
   bool fused_bn_relu = false;     ///< BN fused with the ReLU / residual add after it (cost_options::fused_bn_relu)
-  /// BERT: masked positions per sequence the MLM head runs on (dense_sequence_output);
-  /// 0: every token (what the lowering builds).
-  index_t mlm_predictions = 0;
-  /// Batches padded only to a length bin: an upper bound on the mean tokens computed
-  /// per nominal sequence (0: every sequence computes `seq` tokens).
-  index_t computed_seq_bound = 0;
+  index_t mlm_predictions = 0;  ///< BERT: masked positions the MLM head runs on (0: every token)
+  index_t computed_seq_bound = 0;  ///< binned batches: bound on mean tokens computed per sequence (0: seq)
   // what was measured
   enum class figure : std::uint8_t { tflops_per_gpu, seconds, samples_per_second };
   figure reported_as = figure::seconds;
