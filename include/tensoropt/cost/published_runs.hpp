@@ -77,22 +77,22 @@
 //   on the same machines. Predicted: -19 % (A100), -9 % and -12 % (V100).
 // - ResNet-50 v1.5 in MXNet (DeepLearningExamples MxNet/Classification/RN50v1.5/
 //   README.md, "total IPS (data + compute)", mixed precision; benchmark.py -> runner,
-//   whose float16 stack is --fuse-bn-relu 1 --fuse-bn-add-relu 1 with NHWC
-//   convolution, batch norm and pooling (the same lines in the mxnet-20.12 and 22.10
-//   releases), Horovod all-reduce, DALI decoding on the GPU): switch fused_bn_relu.
+//   whose float16 stack, the same in 20.12 and 22.10, is --fuse-bn-relu 1
+//   --fuse-bn-add-relu 1, NHWC, Horovod, DALI on the GPU): switch fused_bn_relu.
 //   mxnet-20.12: 1376 / 10723 img/s on 1 / 8 GPUs of a DGX-1 V100 16GB (batch 192),
 //   1492 / 11368 / 21484 on 1 / 8 / 16 GPUs of a DGX-2 (V100 32GB, batch 256);
 //   mxnet-22.10: 3410.52 / 26673.72 on 1 / 8 GPUs of a DGX A100 80GB (batch 512).
-//   These are fused_stack_runs: with the switch every row is predicted 7.1-13.9 %
-//   fast (without it +18..+27 % slow on V100), held to 15 % each but not in the
-//   main table, whose median they would lift from 4.3 % to 7.1 %: the model is
-//   about 9 % optimistic for this stack, the cause not established (DALI's decoding
-//   and augmentation on the training GPU are in the figure and not in the model).
-//   Their 8-GPU (and DGX-2 16-GPU) over 1-GPU step ratios, which cancel the kernel
-//   rates, are held to 5 %. Outside the model: the mxnet-20.12 DGX A100 rows (2180 /
-//   16925 img/s, batch 256), predicted -41 % and -38 %: the same runner flags on the
-//   same machine reach 3410.52 img/s in the 22.10 release (36 % less time per
-//   image), so the 20.12 figure measures an A100 stack the model does not describe.
+//   fused_stack_runs: with the switch every row is 7.1-13.9 % fast (without it
+//   +18..+27 % slow on V100), held to 15 % each, out of the main median (which
+//   they would lift from 4.3 % to 7.1 %); cause of the ~9 % not established (DALI's
+//   GPU decoding is in the figure, not in the model). Their 8- and 16-GPU over
+//   1-GPU step ratios are held to 5 %, but the match rests on the per-parameter
+//   all-reduce latency (161 calls, 2(n-1) x 2 us each: 4.6 of the 5.2 ms added at
+//   8 GPUs): with Horovod's fused calls the model would give +0.4 % against the
+//   measured +5.0 % (8) and +11.1 % (16, DGX-2), a growth of about 1.2 ms per added
+//   GPU whose cause is not established. Outside the model: the mxnet-20.12 DGX
+//   A100 rows (2180 / 16925 img/s, batch 256), -41 % and -38 %: the same flags on
+//   the same machine take 36 % less time per image in 22.10.
 // - BERT-large pre-training (DeepLearningExamples PyTorch/LanguageModeling/BERT/
 //   README.md, pytorch:21.11-py3, mixed precision; seq 128: batch 256 x 32
 //   accumulation steps per GPU on A100, 64 x 64 on V100; seq 512: 32 x 128 on A100,
