@@ -125,6 +125,7 @@ struct op_cost {
   bytes recompute_working{};  ///< under recompute in a repeat: its saved buffers / repeat count
   bytes working_fwd{};  ///< held while its forward runs (not in memory(): see plan/memory_peak.hpp)
   bytes working_bwd{};  ///< held while its backward runs (idem)
+  bytes kernel_state{};  ///< the buffers its forward kernel saves, recomputed or not (plan/memory_peak.hpp)
   constexpr seconds time() const { return compute + recompute + collectives + grad_sync + optimizer; }
   constexpr bytes memory() const { return param_state + activations + recompute_working; }
 };
@@ -307,6 +308,7 @@ constexpr op_cost cost_op(const op_graph& g, int i, const op_config& c, const cl
     if (fused)  // the softmax statistics: b * heads * sq fp32 values
       saved += bytes(4.0 * double(op.dims[0].extent) / double(c.total_degree(0)) * double(op.dims[1].extent) /
                      double(c.total_degree(1)) * double(op.dims[2].extent));
+    r.kernel_state = saved;
     if (c.recompute) r.working_bwd += saved;  // backward rebuilds what forward did not keep
     if (!c.recompute) r.activations = saved;
     else if (facts.repeats > 0) r.recompute_working = bytes((saved.value + detail::saved_input_bytes(g, op, c, pr)) /
