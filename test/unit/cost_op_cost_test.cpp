@@ -180,6 +180,48 @@ TEST_CASE("batch norm: one extra input pass forward, two backward") {
   CHECK(cost_op(gb.g, bn, op_config{}, cl).compute.value == doctest::Approx((one_pass + X + 2 * one_pass + 2 * X) / 1e9));
 }
 
+TEST_CASE("fused batch norm + ReLU: no relu or add kernels, the mask read and the addend's traffic") {
+  // x -> bn1 -> relu1 -> bn2 -> add(bn2, x) -> relu2, and relu0 reading x directly.
+  testing::graph_builder gb;
+  gb.g.batch = 8;
+  const index_t b = 8, c = 64, y = 16, x = 16;
+  const std::vector<op_dim> dims = {{"b", b, true, true}, {"c", c}, {"y", y}, {"x", x}};
+  using gbm = testing::graph_builder;
+  const int in = gb.op("input", op_kind::input, dims, {}, {}, {b, c, y, x}, {0, 1, 2, 3}, 0, 0, {});
+  const auto bn_of = [&](const std::string& name, int from) {
+    const int gamma = gb.tensor(name + ".gamma", {c}, true), beta = gb.tensor(name + ".beta", {c}, true);
+    return gb.op(name, op_kind::batch_norm, dims, {gbm::map(gb.out(from), {0, 1, 2, 3})},
+                 {gbm::map(gamma, {1}), gbm::map(beta, {1})}, {b, c, y, x}, {0, 1, 2, 3}, 8, 16, {});
+  };
+  const auto relu_of = [&](const std::string& name, int from) {
+    return gb.op(name, op_kind::relu, dims, {gbm::map(gb.out(from), {0, 1, 2, 3})}, {}, {b, c, y, x},
+                 {0, 1, 2, 3}, 1, 1, {});
+  };
+  const int bn1 = bn_of("bn1", in);
+  const int relu1 = relu_of("relu1", bn1);
+  const int bn2 = bn_of("bn2", relu1);
+  const int add = gb.op("add", op_kind::add, dims,
+                        {gbm::map(gb.out(bn2), {0, 1, 2, 3}), gbm::map(gb.out(in), {0, 1, 2, 3})}, {},
+                        {b, c, y, x}, {0, 1, 2, 3}, 1, 0, {});
+  const int relu2 = relu_of("relu2", add);
+  const int relu0 = relu_of("relu0", in);
+  const op_graph& g = gb.g;
+  const device d = device::calibrated("t", flop_rate(1e15), gb_per_s(1), bytes(80 * gib), seconds(0));
+  const cluster cl(device_mesh(1, 1), d);
+  cost_options plain, fused;
+  fused.fused_bn_relu = true;
+  const double X = double(b * c * y * x) * 2;  // one activation tensor, bytes
+  const auto t = [&](int op, const cost_options& o) { return cost_op(g, op, op_config{}, cl, o).compute.value; };
+  CHECK(t(relu1, plain) > 0);
+  CHECK(t(relu1, fused) == 0);
+  CHECK(t(relu2, fused) == 0);
+  CHECK(t(relu0, fused) == doctest::Approx(t(relu0, plain)));  // reads the input: no batch norm to fuse into
+  CHECK(t(add, fused) == doctest::Approx(2 * X / 1e9));          // the addend read + its gradient written
+  CHECK(t(add, plain) == doctest::Approx(9 * X / 1e9));          // 3 tensors forward, twice that backward
+  CHECK(t(bn1, fused) == doctest::Approx(t(bn1, plain) + X / 1e9));  // the ReLU mask read in backward
+  CHECK(t(bn2, fused) == doctest::Approx(t(bn2, plain) + X / 1e9));
+}
+
 TEST_CASE("op time: roofline, launch overhead, gradient sync, micro-batches") {
   const op_graph g = testing::mlp(64, {1024, 4096});
   const op_node& fc = g.ops[1];
@@ -266,6 +308,15 @@ TEST_CASE("own collectives: synchronized batch norm, vocab-parallel loss, the lo
   split_b.degree[1][0] = 4;
   const double ch = 2.0 * 4 * c;  // two floats per channel
   CHECK(cost_op(g, bn, split_b, cl).collectives.value == doctest::Approx(2 * all_reduce({{2, 4}}, bytes(ch), cl).value));
+  // a stack with per-device statistics (local_batch_norm) all-reduces nothing, and
+  // the switch changes nothing else of the op's cost
+  cost_options local;
+  local.local_batch_norm = true;
+  const op_cost synced = cost_op(g, bn, split_b, cl), unsynced = cost_op(g, bn, split_b, cl, local);
+  CHECK(synced.collectives.value > 0);
+  CHECK(unsynced.collectives.value == 0);
+  CHECK(unsynced.compute.value == synced.compute.value);
+  CHECK(unsynced.memory().value == synced.memory().value);
   op_config split_c;  // channels split: statistics stay local
   split_c.degree[1][1] = 4;
   CHECK(cost_op(g, bn, split_c, cl).collectives.value == 0);
@@ -305,4 +356,34 @@ TEST_CASE("recompute working set: a recomputed op of a repeat is charged its sav
     CHECK(re.memory().value == doctest::Approx(re.param_state.value + re.recompute_working.value));
   }
   CHECK(checked > 5);
+}
+
+TEST_CASE("Korthikanti's closed forms hold exactly (==) at the 22B shape, t = 8") {
+  // Korthikanti et al. 2022, Table 3's 22B widths: s 2048, h 6144, a 64 (batch 8, so
+  // that 8-way data parallelism divides it below); two layers are enough. Every term is an integer below 2^53, so the sums are exact
+  // in double and the check is ==, not a tolerance (a missed term of any size fails).
+  constexpr index_t s = 2048, b = 8, h = 6144, a = 64, t = 8;
+  const op_graph g = lower<models::gpt<{.layers = 2, .hidden = h, .heads = a, .seq = s, .vocab = 51200, .batch = b}>>();
+  const cluster cl(device_mesh(1, t), gpus::a100_80gb);
+  const double sbh = double(s) * b * h, scores = 5.0 * a * s * s * b;
+  CHECK(layer_activations(g, configs_of(megatron(t, false), g, cl.mesh), cl, 1) == sbh * (10 + 24 / t) + scores / t);
+  CHECK(layer_activations(g, configs_of(megatron(t, true), g, cl.mesh), cl, 1) == sbh * 34 / t + scores / t);
+  CHECK(layer_activations(g, selective(configs_of(megatron(t, false), g, cl.mesh), g), cl, 1) == sbh * (10 + 24 / t));
+  CHECK(layer_activations(g, selective(configs_of(megatron(t, true), g, cl.mesh), g), cl, 1) == sbh * 34 / t);
+  CHECK(layer_activations(g, configs_of(megatron(t, false, true), g, cl.mesh), cl, 1) == 2 * sbh);
+  CHECK(layer_activations(g, configs_of(megatron(t, true, true), g, cl.mesh), cl, 1) == 2 * sbh / t);
+  // 16 bytes per parameter (bf16-mixed Adam) and ZeRO's 2P + 14P/Nd, exactly, on the
+  // replicated (t = 1) model over Nd = 8.
+  const auto facts = analyze(g);
+  const double P = g.parameter_count();
+  double whole = 0, sharded = 0;
+  strategy dp;
+  dp.shard_optimizer = true;
+  const auto cfg = configs_of(dp, g, cl.mesh);
+  for (std::size_t i = 0; i < g.ops.size(); ++i) {
+    whole += cost_op(g, int(i), op_config{}, cl, {}, facts[i]).param_state.value;
+    sharded += cost_op(g, int(i), cfg[i], cl, {}, facts[i]).param_state.value;
+  }
+  CHECK(whole == 16 * P);
+  CHECK(sharded == 2 * P + 14 * P / 8);
 }
