@@ -14,6 +14,10 @@
 // the same input points: its output is replayed, joining this elimination's back-pointers
 // (`memo_`), instead of merged again.
 //
+// Known strategies (solve_options::known) drop the points of each new factor that one of
+// them beats strictly after the least time and memory of every other factor are added
+// (factor_store's `drop_beaten`), after the replay record is made, so replays stay exact.
+//
 // `run` returns the frontier of the whole problem with one strategy per point (recovered
 // from the back-pointers); `run_kept` leaves the nodes given to `keep` and returns the
 // table of frontiers over their layout-configs (solve_conditioned).
@@ -21,7 +25,6 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
-#include <iterator>
 #include <limits>
 #include <string>
 #include <utility>
@@ -172,32 +175,6 @@ class eliminator : factor_store {
   // if its memory plus the least memory of everything else is within it.
   cost_t min_sum_ = 0;
   cost_t min_time_sum_ = 0;                 // the same for time (for the known strategies' test)
-  std::vector<frontier::point> known_;      // o_.known as a staircase
-  static constexpr cost_t min_time(const factor& f) {
-    cost_t m = cost_max;
-    for (auto& q : f.pts) m = std::min(m, q.time);
-    return m;
-  }
-  // Drops the points of g that a known strategy beats strictly even after the least cost
-  // of everything else (rest_time, rest_memory, memory_offset) is added to them.
-  constexpr void drop_beaten(factor& g, cost_t rest_time, cost_t rest_memory) const {
-    if (known_.empty() || rest_time == cost_max || rest_memory == cost_max) return;
-    std::size_t k = 0, at = 0;
-    for (std::size_t c = 0; c < g.cells(); ++c) {
-      const std::size_t end = g.start[c + 1];
-      for (std::size_t q = at; q < end; ++q) {
-        const cost_t t = g.pts[q].time + rest_time, m = g.pts[q].memory + rest_memory + p_.memory_offset;
-        // the known point of least time among those with memory <= m
-        auto it = std::upper_bound(known_.begin(), known_.end(), m,
-                                   [](cost_t x, const frontier::point& u) { return x < u.memory; });
-        const bool beaten = it != known_.begin() && (std::prev(it)->time < t || (std::prev(it)->time == t && std::prev(it)->memory < m));
-        if (!beaten) g.pts[k++] = g.pts[q];
-      }
-      at = end;
-      g.start[c + 1] = k;
-    }
-    g.pts.resize(k);
-  }
   struct memo_point {
     std::uint32_t cv;
     std::int32_t i;       // index in the row span, or -1
@@ -216,34 +193,6 @@ class eliminator : factor_store {
   std::size_t memo_next_ = 0;
   std::vector<int> order_;                        // the planned elimination order
   std::vector<bool> prune_;                       // per step: prune under epsilon
-
-  std::vector<std::vector<int>> class_;  // per node: class per config, or empty (see `classes`)
-  // Whether the assignment idx of layout-configs to `scope` is wanted: some class is
-  // taken by a config of every node of the scope with classes (a layout-config groups
-  // configs, possibly of several classes).
-  constexpr bool wanted(const std::vector<int>& scope, const std::vector<std::size_t>& idx) const {
-    if (class_.size() != p_.nodes.size()) return true;
-    std::vector<int> common, mine, both;
-    bool first = true;
-    for (std::size_t i = 0; i < scope.size(); ++i) {
-      const auto& c = class_[std::size_t(scope[i])];
-      if (c.empty()) continue;
-      mine.clear();
-      for (int x : group_[std::size_t(scope[i])][idx[i]]) mine.push_back(c[std::size_t(x)]);
-      std::sort(mine.begin(), mine.end());
-      mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
-      if (first) {
-        common = mine;
-        first = false;
-      } else {
-        both.clear();
-        std::set_intersection(common.begin(), common.end(), mine.begin(), mine.end(), std::back_inserter(both));
-        common.swap(both);
-      }
-      if (common.empty()) return false;
-    }
-    return true;
-  }
 
   constexpr factor eliminate(int v, frontier_result& r, double delta) {
     auto ids = live_factors(v);

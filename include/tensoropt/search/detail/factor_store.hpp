@@ -13,9 +13,13 @@
 // the back-pointer arena (`compact_trace`: a join refers only to earlier entries, so one
 // backward pass marks everything reachable from a live point), and the width fallback's
 // domain restriction (`halve_domain`: the best half of a node's configs by least time in
-// its own factors, plus the least-memory one; no longer exact, and said so by the caller).
+// its own factors, plus the least-memory one; no longer exact, and said so by the caller),
+// the wanted cells of a conditioned table (`wanted`: the kept nodes with classes share
+// one), and the pruning by known strategies (`drop_beaten`: a point is dropped when a known
+// strategy is strictly better than it plus the least time and memory of every other factor).
 #pragma once
 #include <algorithm>
+#include <iterator>
 #include <cstdio>
 #include <limits>
 #include <string>
@@ -295,6 +299,61 @@ class factor_store {
     restrict_domain(u, keep);
   }
 
+
+  std::vector<frontier::point> known_;      // o_.known as a staircase
+  static constexpr cost_t min_time(const factor& f) {
+    cost_t m = cost_max;
+    for (auto& q : f.pts) m = std::min(m, q.time);
+    return m;
+  }
+  // Drops the points of g that a known strategy beats strictly even after the least cost
+  // of everything else (rest_time, rest_memory, memory_offset) is added to them.
+  constexpr void drop_beaten(factor& g, cost_t rest_time, cost_t rest_memory) const {
+    if (known_.empty() || rest_time == cost_max || rest_memory == cost_max) return;
+    std::size_t k = 0, at = 0;
+    for (std::size_t c = 0; c < g.cells(); ++c) {
+      const std::size_t end = g.start[c + 1];
+      for (std::size_t q = at; q < end; ++q) {
+        const cost_t t = g.pts[q].time + rest_time, m = g.pts[q].memory + rest_memory + p_.memory_offset;
+        // the known point of least time among those with memory <= m
+        auto it = std::upper_bound(known_.begin(), known_.end(), m,
+                                   [](cost_t x, const frontier::point& u) { return x < u.memory; });
+        const bool beaten = it != known_.begin() && (std::prev(it)->time < t || (std::prev(it)->time == t && std::prev(it)->memory < m));
+        if (!beaten) g.pts[k++] = g.pts[q];
+      }
+      at = end;
+      g.start[c + 1] = k;
+    }
+    g.pts.resize(k);
+  }
+
+  std::vector<std::vector<int>> class_;  // per node: class per config, or empty (see `classes`)
+  // Whether the assignment idx of layout-configs to `scope` is wanted: some class is
+  // taken by a config of every node of the scope with classes (a layout-config groups
+  // configs, possibly of several classes).
+  constexpr bool wanted(const std::vector<int>& scope, const std::vector<std::size_t>& idx) const {
+    if (class_.size() != p_.nodes.size()) return true;
+    std::vector<int> common, mine, both;
+    bool first = true;
+    for (std::size_t i = 0; i < scope.size(); ++i) {
+      const auto& c = class_[std::size_t(scope[i])];
+      if (c.empty()) continue;
+      mine.clear();
+      for (int x : group_[std::size_t(scope[i])][idx[i]]) mine.push_back(c[std::size_t(x)]);
+      std::sort(mine.begin(), mine.end());
+      mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
+      if (first) {
+        common = mine;
+        first = false;
+      } else {
+        both.clear();
+        std::set_intersection(common.begin(), common.end(), mine.begin(), mine.end(), std::back_inserter(both));
+        common.swap(both);
+      }
+      if (common.empty()) return false;
+    }
+    return true;
+  }
 };
 
 }  // namespace tensoropt::detail
