@@ -290,11 +290,7 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
         } else if (mc.mode == search_mode::fast) {
           part.frontier = solve_repeated(built->prob, mc.block, so);
         } else {
-          // the fast mode's strategies (where the block can be powered) prune the exact search
-          solve_options se = so;
-          if (!mc.block.instances.empty() && check_repeated(built->prob, mc.block).empty())
-            for (auto& q : solve_repeated(built->prob, mc.block, so).points) se.known.push_back({q.time, q.memory, -1});
-          part.frontier = solve(built->prob, se, report);
+          part.frontier = solve(built->prob, so, report);
         }
         part.solve_seconds = detail::seconds_since(ts);
         std::erase_if(part.frontier.points, [&](const auto& q) { return q.time >= built->time_cap; });
