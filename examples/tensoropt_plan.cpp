@@ -295,7 +295,8 @@ int run(int argc, char** argv) {
               pf.parts.size() == 1 ? "" : "s", pf.search_seconds,
               pf.exact ? " (exact)" : pf.restricted ? " (fast mode)" : " (approximate)");
   for (const auto& n : pf.mode_notes) std::printf("search: %s\n", n.c_str());
-  if (!pf.mode_notes.empty()) std::printf("\n");
+  if (!pf.memory_note.empty()) std::printf("memory: %s\n", pf.memory_note.c_str());
+  if (!pf.mode_notes.empty() || !pf.memory_note.empty()) std::printf("\n");
   if (pf.points.empty())
     throw to::infeasible("no plan of " + std::string(m.name) + " fits " + to::format_bytes(cl.gpu_spec.capacity) +
                          " per device on " + cl.describe() + "; add devices or micro-batches (--batch smaller)");

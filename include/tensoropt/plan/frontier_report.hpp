@@ -30,7 +30,8 @@ struct frontier_report {
   /// One frontier point, ready to report.
   struct point {
     double time = 0;             ///< seconds per iteration
-    double memory = 0;           ///< bytes per device (peak, as the cost model predicts)
+    double memory = 0;           ///< bytes per device (the runtime peak where predicted)
+    double additive = 0;         ///< the search's additive memory where it differs from `memory`; 0 = same
     int micro_batches = 1;       ///< gradient-accumulation count k
     std::vector<int> choice;     ///< config index per problem node
     std::vector<std::string> labels;
