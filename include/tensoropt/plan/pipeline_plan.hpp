@@ -30,6 +30,10 @@ struct pipeline_plan {
   std::vector<std::size_t> stage_begin;  ///< first op of each stage (size p)
   std::vector<op_config> configs;        ///< configs[i]: op i's config on its stage's mesh
   device_mesh mesh{1, 1};                ///< the whole cluster
+  /// Optional: receive_configs[s - 1] is the layout (a config of its stage's mesh for the
+  /// received tensor's axes) in which stage s >= 1 takes its input; the planner fills it
+  /// (size p - 1), an empty list lets the cost model pick the cheapest.
+  std::vector<op_config> receive_configs{};
 };
 
 /// Why p stages do not fit on `m`, or "" when p is a legal pipeline degree there.
