@@ -98,7 +98,7 @@ inline pipeline_frontier plan_pipeline_frontier(const op_graph& g, const cluster
   if (so.max_bytes == 0) so.max_bytes = detail::default_max_bytes() / std::min(hw, std::max<std::size_t>(jobs.size(), 1));
   std::mutex mu;
   std::atomic<std::size_t> next{0};
-  std::size_t done = 0;
+  std::size_t done = 0, skipped = 0;
   bool exact = true;
   std::exception_ptr failure;
   auto work = [&] {
@@ -107,8 +107,23 @@ inline pipeline_frontier plan_pipeline_frontier(const op_graph& g, const cluster
         const auto tj = std::chrono::steady_clock::now();
         const job& jb = jobs[j];
         const op_graph micro = with_batch(g, g.batch / jb.k);
+        // a job is skipped when a known point beats its least time and least memory at once
+        // (strictly, or equal with a smaller (p, k)): every point it could find would be dropped
+        auto skip = [&](cost_t t, cost_t m) {
+          std::lock_guard lock(mu);
+          return detail::pipeline_dominated(pf.points, t, m, {int(jb.p), int(jb.k)});
+        };
         detail::job_result r = dp ? detail::partition_job(g, micro, cl, o, jb.p, jb.k, so)
-                                  : detail::balanced_job(g, micro, cl, o, jb.p, jb.k, jb.bp, so);
+                                  : detail::balanced_job(g, micro, cl, o, jb.p, jb.k, jb.bp, so, skip);
+        if (r.skipped) {
+          std::lock_guard lock(mu);
+          ++skipped;
+          ++done;
+          if (o.progress)
+            o.progress("[" + std::to_string(done) + "/" + std::to_string(jobs.size()) + "] pp " + std::to_string(jb.p) +
+                       ", micro-batches " + std::to_string(jb.k) + ": skipped by bounds");
+          continue;
+        }
         std::vector<bool> keep(r.points.size());
         {
           std::lock_guard lock(mu);
@@ -127,7 +142,8 @@ inline pipeline_frontier plan_pipeline_frontier(const op_graph& g, const cluster
         if (o.progress)
           o.progress("[" + std::to_string(done) + "/" + std::to_string(jobs.size()) + "] pp " + std::to_string(jb.p) +
                      ", micro-batches " + std::to_string(jb.k) + ": " + std::to_string(r.searches) +
-                     " stage searches, " + std::to_string(r.points.size()) + " points in " +
+                     " stage searches (built in " + detail::fmt("%.2f", r.build_seconds) + " s, solved in " +
+                     detail::fmt("%.2f", r.solve_seconds) + " s), " + std::to_string(r.points.size()) + " points in " +
                      detail::fmt("%.2f", detail::seconds_since(tj)) + " s");
       } catch (...) {
         std::lock_guard lock(mu);
@@ -142,6 +158,8 @@ inline pipeline_frontier plan_pipeline_frontier(const op_graph& g, const cluster
   for (auto& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);
   pf.jobs = jobs.size();
+  pf.notes.push_back(std::to_string(skipped) + " of " + std::to_string(jobs.size()) +
+                     " jobs skipped by bounds (least memory above the limit, or least time and memory beaten)");
   pf.exact = exact && dp;
   pf.seconds = detail::seconds_since(t0);
   return pf;

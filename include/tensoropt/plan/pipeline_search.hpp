@@ -143,19 +143,48 @@ struct stage_result {
   std::shared_ptr<const stage_problem> sp;
   frontier_result fr;
   std::size_t a = 0, b = 0;
+  double build_seconds = 0, solve_seconds = 0;
 };
 
-inline stage_result search_stage(const op_graph& micro, std::size_t a, std::size_t b, const cluster& cl,
-                                 const pipeline_options& o, index_t k, index_t p, index_t i, const solve_options& so) {
+inline stage_result build_stage(const op_graph& micro, std::size_t a, std::size_t b, const cluster& cl,
+                                const pipeline_options& o, index_t k, index_t p, index_t i) {
   stage_result r;
   r.a = a;
   r.b = b;
-  auto sp = std::make_shared<stage_problem>(build_stage_problem(micro, a, b, cl, o.build, k, p, i));
-  const mode_choice mc = choose_mode(sp->built.prob, sp->built.graph, o.mode);
-  r.fr = mc.mode == search_mode::fast ? solve_repeated(sp->built.prob, mc.block, so) : solve(sp->built.prob, so);
-  std::erase_if(r.fr.points, [&](const frontier_point& q) { return q.time >= sp->built.time_cap; });
-  r.sp = std::move(sp);
+  const auto t0 = std::chrono::steady_clock::now();
+  r.sp = std::make_shared<stage_problem>(build_stage_problem(micro, a, b, cl, o.build, k, p, i));
+  r.build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
+}
+inline void solve_stage(stage_result& r, const pipeline_options& o, const solve_options& so) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto& prob = r.sp->built.prob;
+  const mode_choice mc = choose_mode(prob, r.sp->built.graph, o.mode);
+  r.fr = mc.mode == search_mode::fast ? solve_repeated(prob, mc.block, so) : solve(prob, so);
+  std::erase_if(r.fr.points, [&](const frontier_point& q) { return q.time >= r.sp->built.time_cap; });
+  r.solve_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+inline stage_result search_stage(const op_graph& micro, std::size_t a, std::size_t b, const cluster& cl,
+                                 const pipeline_options& o, index_t k, index_t p, index_t i, const solve_options& so) {
+  stage_result r = build_stage(micro, a, b, cl, o, k, p, i);
+  solve_stage(r, o, so);
+  return r;
+}
+/// Lower bounds of any strategy of `p`: (least time, least memory), each term at its least.
+inline strategy_cost least_cost(const problem& p) {
+  strategy_cost c{0, p.memory_offset};
+  for (auto& n : p.nodes) {
+    cost_t t = n.configs.front().time, m = n.configs.front().memory;
+    for (auto& x : n.configs) { t = std::min(t, x.time); m = std::min(m, x.memory); }
+    c.time += t;
+    c.memory += m;
+  }
+  for (auto& e : p.edges) {
+    if (e.time.empty()) continue;
+    c.time += *std::min_element(e.time.begin(), e.time.end());
+    c.memory += *std::min_element(e.memory.begin(), e.memory.end());
+  }
+  return c;
 }
 
 /// Writes stage s's configs (from point `pt` of `r`, whose stage starts at r.a) into `pp`,
@@ -204,10 +233,20 @@ struct job_result {
   std::vector<job_point> points;
   std::size_t searches = 0;
   bool exact = true;
+  bool skipped = false;  ///< bounds showed the job adds nothing
+  double build_seconds = 0, solve_seconds = 0;
+  void count(const stage_result& r) {
+    exact = exact && r.fr.exact && !r.fr.restricted;
+    ++searches;
+    build_seconds += r.build_seconds;
+    solve_seconds += r.solve_seconds;
+  }
 };
 
+/// `skip(least time, least memory)` says when the job cannot add to what is known.
 inline job_result balanced_job(const op_graph& g, const op_graph& micro, const cluster& cl, const pipeline_options& o,
-                               index_t p, index_t k, const balanced_partition& bp, const solve_options& so) {
+                               index_t p, index_t k, const balanced_partition& bp, const solve_options& so,
+                               const std::function<bool(cost_t, cost_t)>& skip = {}) {
   job_result jr;
   const std::size_t P = std::size_t(p), n = g.ops.size();
   std::vector<std::size_t> rep_of(P), reps;
@@ -220,10 +259,21 @@ inline job_result balanced_job(const op_graph& g, const op_graph& micro, const c
     if (rep_of[s] == reps.size()) reps.push_back(s);
   }
   auto res = std::make_shared<std::vector<stage_result>>();
+  const cost_t sends = pipeline_sends(micro, cl, p, bp.starts, o.build.prec);
+  strategy_cost least{0, 0};
   for (std::size_t s : reps) {
-    res->push_back(search_stage(micro, bp.starts[s], s + 1 < P ? bp.starts[s + 1] : n, cl, o, k, p, index_t(s), so));
-    jr.exact = jr.exact && res->back().fr.exact && !res->back().fr.restricted;
-    ++jr.searches;
+    res->push_back(build_stage(micro, bp.starts[s], s + 1 < P ? bp.starts[s + 1] : n, cl, o, k, p, index_t(s)));
+    const strategy_cost c = least_cost(res->back().sp->built.prob);
+    least = {std::max(least.time, c.time), std::max(least.memory, c.memory)};
+  }
+  // nothing fits, or what is known already beats the job's best corner
+  if (least.memory > so.memory_limit || (skip && skip(least.time + sends, least.memory))) {
+    jr.skipped = true;
+    return jr;
+  }
+  for (auto& r : *res) {
+    solve_stage(r, o, so);
+    jr.count(r);
   }
   struct acc_point {
     cost_t time, memory;
@@ -241,7 +291,6 @@ inline job_result balanced_job(const op_graph& g, const op_graph& micro, const c
     }
     acc.swap(next);
   }
-  const cost_t sends = pipeline_sends(micro, cl, p, bp.starts, o.build.prec);
   for (auto& q : acc) {
     auto make = [&g, res, rep_of, idx = q.idx, p, k, starts = bp.starts, mesh = cl.mesh] {
       pipeline_plan pp;
@@ -286,8 +335,7 @@ inline job_result partition_job(const op_graph& g, const op_graph& micro, const 
     const auto key = std::make_tuple(a, b, in_flight(k, p, index_t(i)));
     if (auto it = cache.find(key); it != cache.end()) return it->second;
     T->stages.push_back(search_stage(micro, a, b, cl, o, k, p, index_t(i), so));
-    jr.exact = jr.exact && T->stages.back().fr.exact && !T->stages.back().fr.restricted;
-    ++jr.searches;
+    jr.count(T->stages.back());
     return cache[key] = std::int32_t(T->stages.size() - 1);
   };
   for (std::size_t i = P; i-- > 0;)
