@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 #include <tensoropt/models/zoo.hpp>
 #include <tensoropt/plan/pipeline_planner.hpp>
+#include <tensoropt/plan/pipeline_plan_file.hpp>
 #include <tensoropt/plan/pipeline_spec.hpp>
 
 namespace to = tensoropt;
@@ -120,4 +121,40 @@ TEST_CASE("balanced pipeline search: p = 1 is today's frontier, every point re-c
     for (auto& q : all.points) covered = covered || (q.memory <= t.memory && q.time <= t.time);
     CHECK(covered);
   }
+}
+
+TEST_CASE("plan file /2 carries the stages; a pipeline point reads back and re-costs exactly") {
+  const auto g = to::models::lower(tiny_gpt);
+  const auto cl = mesh_cluster(1, 4);
+  to::pipeline_options o;
+  o.partitions = to::partition_search::balanced;
+  o.micro_batches = {4};
+  o.threads = 1;
+  o.degrees = {2};
+  const auto pf = to::plan_pipeline_frontier(g, cl, o);
+  REQUIRE(!pf.points.empty());
+  const auto& q = pf.points.front();
+  const auto f = to::make_pipeline_plan_file(g, cl, {}, q);
+  const std::string text = to::write_plan_json(f);
+  CHECK(text.find("\"tensoropt-plan/2\"") != std::string::npos);
+  const auto back = to::pipeline_plan_for_graph(to::read_plan_json(text), g);
+  CHECK(back.degree == 2);
+  CHECK(back.stage_begin == q.plan.stage_begin);
+  CHECK(back.configs == q.plan.configs);
+  CHECK(back.receive_configs == q.plan.receive_configs);
+  const auto c = to::evaluate_pipeline(g, back, cl);
+  CHECK(c.time == q.time);
+  CHECK(c.memory == q.memory);
+  // a stage list that does not match the degree is a format error naming the field
+  std::string bad = text;
+  const auto at = bad.find("\"degree\":2");
+  REQUIRE(at != std::string::npos);
+  bad.replace(at, 10, "\"degree\":3");
+  CHECK_THROWS_WITH_AS(to::read_plan_json(bad), doctest::Contains("pipeline.stage_begin: expected 3 stage starts"),
+                       to::format_error);
+  // a one-stage plan is still written as /1
+  to::pipeline_point one = q;
+  one.plan = to::plan_from_spec(g, cl.mesh, to::parse_strategy_spec("tp=2"), 4);
+  CHECK(to::write_plan_json(to::make_pipeline_plan_file(g, cl, {}, one)).find("\"tensoropt-plan/1\"") !=
+        std::string::npos);
 }
