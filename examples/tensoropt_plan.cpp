@@ -9,6 +9,7 @@
 #include <tensoropt/plan/cli.hpp>
 #include <tensoropt/plan/device_file.hpp>
 #include <tensoropt/plan/explore.hpp>
+#include <tensoropt/plan/pipeline_spec.hpp>
 #include <tensoropt/plan/planner.hpp>
 #include <tensoropt/plan/strategy_spec.hpp>
 #include <cstdio>
@@ -233,6 +234,28 @@ int evaluate_strategy(const to::plan_cli& c, const to::op_graph& g, const to::cl
   if (g.batch % bo.micro_batches != 0)
     throw to::invalid_argument("--micro-batches " + std::to_string(bo.micro_batches) + " does not divide the batch " +
                                std::to_string(g.batch));
+  if (s.pp > 1) {  // a pipeline plan: balanced stages, each on its stage's mesh
+    if (!c.frontier_json.empty() || !c.problem_json.empty())
+      throw to::invalid_argument("--strategy with pp > 1: --frontier-json and --problem-json hold one-stage plans; "
+                                 "drop them");
+    const auto pp = to::plan_from_spec(g, cl.mesh, s, bo.micro_batches);
+    const auto pc = to::evaluate_pipeline(g, pp, cl, bo);
+    const double t = double(pc.time) / to::ps_per_second;
+    std::printf("strategy %s on %s, %lld micro-batches, precision %s: %s\n", c.strategy.c_str(), cl.describe().c_str(),
+                (long long)bo.micro_batches, std::string(bo.prec.name).c_str(), to::summarize_pipeline(g, pp).c_str());
+    std::printf("predicted (1F1B): %s per iteration, %s on the fullest device (stage %d, %s), model FLOPs utilization "
+                "%.1f %%\n",
+                to::format_seconds(t).c_str(), to::format_bytes(double(pc.memory)).c_str(), pc.peak,
+                double(pc.memory) <= cl.gpu_spec.capacity.value ? "fits" : "does NOT fit the device",
+                100 * to::model_flops_utilization(g, t, cl, bo.prec));
+    std::printf("%-8s %10s %14s %12s\n", "stage", "first op", "time", "memory");
+    for (std::size_t i = 0; i < pc.stages.size(); ++i)
+      std::printf("%-8zu %10zu %14s %12s\n", i, pp.stage_begin[i],
+                  to::format_seconds(double(pc.stages[i].time) / to::ps_per_second).c_str(),
+                  to::format_bytes(double(pc.stages[i].memory)).c_str());
+    std::printf("sends on the critical path: %s\n", to::format_seconds(double(pc.sends) / to::ps_per_second).c_str());
+    return 0;
+  }
   const auto ev = to::evaluate_spec(s, g, cl, bo);
   std::printf("strategy %s on %s, %lld micro-batch(es), precision %s\n", c.strategy.c_str(), cl.describe().c_str(),
               (long long)bo.micro_batches, std::string(bo.prec.name).c_str());
