@@ -158,3 +158,23 @@ TEST_CASE("plan file /2 carries the stages; a pipeline point reads back and re-c
   CHECK(to::write_plan_json(to::make_pipeline_plan_file(g, cl, {}, one)).find("\"tensoropt-plan/1\"") !=
         std::string::npos);
 }
+
+TEST_CASE("the pipeline frontier does not depend on the thread count") {
+  const auto g = to::models::lower(tiny_gpt);
+  const auto cl = mesh_cluster(1, 4);
+  to::pipeline_options o;
+  o.partitions = to::partition_search::balanced;
+  o.micro_batches = {4, 8};
+  o.threads = 1;
+  const auto one = to::plan_pipeline_frontier(g, cl, o);
+  o.threads = 3;
+  const auto three = to::plan_pipeline_frontier(g, cl, o);
+  REQUIRE(one.points.size() == three.points.size());
+  for (std::size_t i = 0; i < one.points.size(); ++i) {
+    CHECK(one.points[i].time == three.points[i].time);
+    CHECK(one.points[i].memory == three.points[i].memory);
+    CHECK(one.points[i].plan.degree == three.points[i].plan.degree);
+    CHECK(one.points[i].plan.micro_batches == three.points[i].plan.micro_batches);
+    CHECK(one.points[i].plan.configs == three.points[i].plan.configs);
+  }
+}

@@ -81,6 +81,9 @@ inline std::string pipeline_plan_error(const pipeline_plan& pp, std::size_t ops)
              ": stage starts must increase and each stage must hold at least one op";
   if (pp.configs.size() != ops)
     return "the plan has " + std::to_string(pp.configs.size()) + " configs for " + std::to_string(ops) + " ops";
+  if (!pp.receive_configs.empty() && pp.receive_configs.size() + 1 != pp.stage_begin.size())
+    return "the plan lists " + std::to_string(pp.receive_configs.size()) + " received layouts for " +
+           std::to_string(pp.stage_begin.size() - 1) + " stages after the first";
   return "";
 }
 
