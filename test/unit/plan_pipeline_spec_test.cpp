@@ -9,6 +9,9 @@
 namespace to = tensoropt;
 
 namespace {
+struct tm_point {
+  to::cost_t time, memory;
+};
 const char* tiny_gpt = "gpt:layers=4,hidden=64,heads=4,seq=16,vocab=64,batch=8";
 to::cluster mesh_cluster(to::index_t nodes, to::index_t gpus) {
   return to::cluster::nodes(nodes).gpus_per_node(gpus).gpu(to::gpus::a100_80gb);
@@ -176,5 +179,36 @@ TEST_CASE("the pipeline frontier does not depend on the thread count") {
     CHECK(one.points[i].plan.degree == three.points[i].plan.degree);
     CHECK(one.points[i].plan.micro_batches == three.points[i].plan.micro_batches);
     CHECK(one.points[i].plan.configs == three.points[i].plan.configs);
+  }
+}
+
+TEST_CASE("balanced stages: one search per class equals searching every stage") {
+  // 4 layers in 4 stages: stages 1 and 2 are one class; stage 2 holds fewer micro-batches
+  const auto g = to::models::lower(tiny_gpt);
+  const auto cl = mesh_cluster(1, 4);
+  const to::index_t p = 4, k = 4;
+  to::pipeline_options o;
+  o.partitions = to::partition_search::balanced;
+  o.micro_batches = {k};
+  o.degrees = {p};
+  o.threads = 1;
+  o.mode = to::search_mode::exact;
+  const auto pf = to::plan_pipeline_frontier(g, cl, o);
+  const auto bp = to::balance_stages(g, p);
+  REQUIRE(bp.why_not.empty());
+  const auto micro = to::with_batch(g, g.batch / k);
+  std::vector<tm_point> acc{{0, 0}};
+  for (std::size_t s = 0; s < std::size_t(p); ++s) {
+    const auto r = to::detail::search_stage(micro, bp.starts[s], s + 1 < std::size_t(p) ? bp.starts[s + 1] : g.ops.size(),
+                                            cl, o, k, p, to::index_t(s), o.solve);
+    std::vector<tm_point> next;
+    for (auto& m : to::max_max_merge(acc, r.fr.points)) next.push_back({m.time, m.memory});
+    acc = next;
+  }
+  const auto sends = to::pipeline_sends(micro, cl, p, bp.starts, to::precisions::bf16_mixed);
+  REQUIRE(acc.size() == pf.points.size());
+  for (std::size_t i = 0; i < acc.size(); ++i) {
+    CHECK(acc[i].time + sends == pf.points[i].time);
+    CHECK(acc[i].memory == pf.points[i].memory);
   }
 }
