@@ -47,13 +47,13 @@ struct peak_filter {
   std::size_t dropped = 0;   ///< dominated under (peak, time)
   std::size_t over = 0;      ///< of those, peak above the memory limit
   double ratio_lo = 0, ratio_hi = 0;  ///< peak / additive memory over the searched points
-  /// "memory = the runtime peak (...); the search optimized the additive memory exactly; ..."
+  /// "the predicted runtime peak per plan (...); the search optimized the additive memory, not the peak, ..."
   std::string describe() const {
     char b[320];
     std::snprintf(b, sizeof b,
-                  "memory = the predicted runtime peak (a replay of the executor's buffers); the search "
-                  "optimized the additive memory exactly (peak / additive %.2fx .. %.2fx), then %zu of %zu "
-                  "points were dropped: dominated under (peak, time), or %zu with a peak above the device",
+                  "the predicted runtime peak per plan (a replay of the executor's buffers, %.2fx .. %.2fx "
+                  "the additive memory); the search optimized the additive memory, not the peak, and %zu of its "
+                  "%zu points were dropped: dominated under (peak, time), or %zu with a peak above the device",
                   ratio_lo, ratio_hi, dropped, searched, over);
     return b;
   }

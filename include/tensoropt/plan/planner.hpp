@@ -357,7 +357,7 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
   if (opt.runtime_peak)
     pf.memory_note = attach_peaks(pf, hw, opt.solve.memory_limit).describe();
   else
-    pf.memory_note = "memory = the additive memory, optimized exactly by the search (not the runtime peak)";
+    pf.memory_note = "the additive memory the search optimized (not the runtime peak)";
   pf.search_seconds = detail::seconds_since(t0);
   if (opt.baselines) {
     pf.baselines = plan_baselines(g, cl, opt.build, pf.points, ks);
