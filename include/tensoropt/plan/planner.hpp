@@ -30,6 +30,7 @@
 #include "../search/frontier_json.hpp"
 #include "../search/solve.hpp"
 #include "build_problem.hpp"
+#include "peak_frontier.hpp"
 #include "planned_frontier.hpp"
 #include "search_mode.hpp"
 #include "report.hpp"
@@ -46,6 +47,9 @@ struct planner_options {
   std::size_t threads = 0;            ///< problems solved at once (one per k); 0 = every core
   search_mode mode = search_mode::automatic;  ///< exact, fast or chosen per problem
   bool check_restriction = true;      ///< fast mode: compare with weighted-sum optima
+  /// Replay each point's runtime peak and keep the plans not dominated under (peak, time)
+  /// (plan/peak_frontier.hpp); false: report the additive frontier as searched.
+  bool runtime_peak = true;
   /// Progress lines ("k=4: 312 configs ... solved in 0.21 s"); empty: silent.
   std::function<void(const std::string&)> progress;
 };
@@ -350,6 +354,10 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
   for (auto& e : pf.points)
     for (std::size_t p = 0; p < pf.parts.size(); ++p)
       if (pf.parts[p].micro_batches == e.micro_batches) pf.part_of.push_back(int(p));
+  if (opt.runtime_peak)
+    pf.memory_note = attach_peaks(pf, hw, opt.solve.memory_limit).describe();
+  else
+    pf.memory_note = "the additive memory the search optimized (not the runtime peak)";
   pf.search_seconds = detail::seconds_since(t0);
   if (opt.baselines) {
     pf.baselines = plan_baselines(g, cl, opt.build, pf.points, ks);
@@ -380,7 +388,8 @@ inline frontier_report make_report(const planned_frontier& pf, const std::string
   for (std::size_t i = 0; i < pf.points.size(); ++i) {
     frontier_report::point p;
     p.time = double(pf.points[i].time) / ps_per_second;
-    p.memory = double(pf.points[i].memory);
+    p.memory = double(budget_memory(pf.points[i]));
+    if (pf.points[i].peak > 0 && pf.points[i].peak != pf.points[i].memory) p.additive = double(pf.points[i].memory);
     p.micro_batches = pf.points[i].micro_batches;
     p.choice = pf.points[i].choice;
     p.labels = pf.points[i].labels;
@@ -388,6 +397,7 @@ inline frontier_report make_report(const planned_frontier& pf, const std::string
     r.points.push_back(std::move(p));
   }
   if (!pf.exact) r.notes = "approximate frontier (epsilon or width fallback): see the search notes";
+  if (!pf.memory_note.empty()) r.notes += std::string(r.notes.empty() ? "" : "; ") + pf.memory_note;
   if (pf.restricted) {
     r.notes += std::string(r.notes.empty() ? "" : "; ") +
                "fast mode: one layout at every boundary between identical layers (" + pf.mode_notes.front() + ")";
