@@ -134,5 +134,15 @@ TEST_CASE("a node count with an odd factor may replicate by it, so weights can s
   CHECK(detail::odd_part(64) == 1);
   // a power-of-two node count keeps the full split
   for (auto& c : enumerate_layouts(op, device_mesh(4, 2))) CHECK(c.split_product(0) == 4);
+  // an op without parameters (the relu) keeps the full split unless asked otherwise
+  const op_node& relu = g12.ops[2];
+  REQUIRE(relu.params.empty());
+  for (auto& c : enumerate_layouts(relu, m)) CHECK(c.split_product(0) == 6);
+  enumerate_options every;
+  every.odd_part_all_ops = true;
+  bool relu_replicated = false;
+  for (auto& c : enumerate_layouts(relu, m, every)) relu_replicated = relu_replicated || c.split_product(0) == 2;
+  CHECK(relu_replicated);
   check_all_legal(g12, m);
+  check_all_legal(g12, m, every);
 }
