@@ -121,6 +121,36 @@ TEST_CASE("the restriction check stays within the search's range when time + w x
   CHECK(to::check_restriction(p, one, std::numeric_limits<to::cost_t>::max()).gap > 1);
 }
 
+TEST_CASE("a search past its memory limit stops with the sizes it reached, in both modes, never bad_alloc") {
+  const auto& m = to::models::find("gpt3-125m");
+  const auto cl = zoo_cluster(m, 2);
+  const auto g = m.lower();
+  for (auto mode : {to::search_mode::fast, to::search_mode::exact}) {
+    std::size_t stopped = 0, finished = 0;
+    for (std::size_t limit = 1024; limit <= (std::size_t(1) << 28); limit *= 4) {
+      to::planner_options o;
+      o.micro_batches = {64};
+      o.baselines = false;
+      o.check_restriction = false;
+      o.mode = mode;
+      o.solve.max_bytes = limit;
+      try {
+        const auto pf = to::plan_frontier(g, cl, o);
+        CHECK(!pf.points.empty());
+        ++finished;
+      } catch (const to::runtime_error& e) {
+        const std::string w = e.what();
+        CHECK(w.find("search stopped") != std::string::npos);
+        CHECK(w.find("past its limit of") != std::string::npos);
+        CHECK(w.find("points") != std::string::npos);
+        ++stopped;
+      }
+    }
+    CHECK(stopped > 0);
+    CHECK(finished > 0);
+  }
+}
+
 TEST_CASE("the planner says which mode ran and why") {
   const auto& m = to::models::find("gpt3-125m");
   const auto cl = zoo_cluster(m, 2);
