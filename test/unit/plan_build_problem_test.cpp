@@ -2,6 +2,7 @@
 // dropping, cached costs equal direct ones, strategies and their costs.
 #include <tensoropt/models/gpt.hpp>
 #include <tensoropt/models/zoo.hpp>
+#include <tensoropt/search/solve.hpp>
 #include <tensoropt/search/validate.hpp>
 #include <tensoropt/plan/build_problem.hpp>
 #include <tensoropt/plan/strategy.hpp>
@@ -227,4 +228,26 @@ TEST_CASE("water_level: the cap that cuts only the largest terms") {
     CHECK(sum <= budget);
     CHECK(more > budget);  // the largest such c
   }
+}
+
+TEST_CASE("megatron-1t on 384 x 8 A100-80GB has a plan within 80 GiB below the time cap") {
+  // weights split across nodes (the odd part of 384 nodes replicates) and the time cap
+  // cutting only huge terms: before both, the least memory of any plan was 2,017 GB
+  const auto& m = models::find("megatron-1t");
+  const auto cl = cluster::nodes(384).gpus_per_node(8).gpu(gpus::find(m.gpu));
+  build_options o;
+  o.micro_batches = 3072;
+  const auto b = build_problem(m.lower(), cl, o);
+  problem least = b.prob;  // memory as the only objective
+  least.memory_offset = 0;
+  for (auto& n : least.nodes)
+    for (auto& c : n.configs) { c.time = c.memory; c.memory = 0; }
+  for (auto& e : least.edges)
+    for (std::size_t i = 0; i < e.time.size(); ++i) { e.time[i] = e.memory[i]; e.memory[i] = 0; }
+  const auto r = solve(least);
+  REQUIRE(!r.points.empty());
+  const auto c = cost_of(b.prob, r.points.front().choice);
+  MESSAGE("least memory " << double(c.memory) / 1e9 << " GB at " << double(c.time) / ps_per_second << " s");
+  CHECK(double(c.memory) <= cl.gpu_spec.capacity.value);
+  CHECK(c.time < b.time_cap);
 }
