@@ -275,10 +275,11 @@ constexpr built_problem build_problem(const op_graph& graph, const cluster& cl, 
     std::vector<cost_t> slowest;
     for (auto& pe : out.prob.edges) slowest.push_back(pe.time.empty() ? 0 : *std::max_element(pe.time.begin(), pe.time.end()));
     const cost_t cap = detail::water_level(std::move(slowest), max_problem_cost - used);
-    if (cap < max_problem_cost && used < max_problem_cost)
+    if (cap < max_problem_cost && used < max_problem_cost) {  // (else validate says the nodes alone are too large)
       for (auto& pe : out.prob.edges)
         for (auto& t : pe.time) t = std::min(t, cap);
-    out.time_cap = std::min(out.time_cap, cap);
+      out.time_cap = std::min(out.time_cap, cap);
+    }
   }
   return out;
 }
