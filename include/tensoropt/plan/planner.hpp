@@ -8,7 +8,8 @@
 // union are released as soon as that is known, so only the problems behind the
 // final points stay in memory. Each k runs in the search mode of plan/search_mode.hpp
 // (exact, or fast: identical layers composed by powering under a stated restriction,
-// checked against weighted-sum optima of the unrestricted problem); a k whose least
+// checked against weighted-sum optima of the unrestricted problem on every k that holds
+// points of the final union, once all are solved); a k whose least
 // memory exceeds the memory limit is skipped before any search. Baselines (data parallelism, Megatron tensor
 // parallelism of every legal degree with data parallelism over the rest, and the
 // single-objective optimum: the least time with no memory limit, as OptCNN finds it) are
@@ -298,11 +299,6 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
         }
         part.solve_seconds = detail::seconds_since(ts);
         std::erase_if(part.frontier.points, [&](const auto& q) { return q.time >= built->time_cap; });
-        if (part.frontier.restricted && opt.check_restriction) {
-          auto tc = std::chrono::steady_clock::now();
-          part.check = check_restriction(built->prob, part.frontier, opt.solve.memory_limit);
-          part.check_seconds = detail::seconds_since(tc);
-        }
         auto mine = label_points(built->prob, part.frontier, int(k));
         part.built = std::move(built);
         std::lock_guard lock(mu);
@@ -312,8 +308,7 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
             detail::count_str(double(part.configs)) + " configs, " + detail::count_str(double(part.edges)) +
             " edges; built in " + detail::fmt("%.2f", part.build_seconds) + " s, solved in " +
             detail::fmt("%.2f", part.solve_seconds) + " s: " + std::to_string(part.frontier.points.size()) +
-            " points; " + part.why +
-            (part.frontier.restricted && opt.check_restriction ? "; " + part.check.describe() : ""));
+            " points; " + part.why);
         entries[idx] = std::move(mine);
         pf.parts[idx] = std::move(part);
         // Release the problems that no longer contribute to the union so far.
@@ -331,16 +326,43 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
       }
     }
   };
-  std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < std::min(hw, ks.size()); ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
-  if (failure) std::rethrow_exception(failure);
+  auto run_pool = [&](auto&& fn, std::size_t jobs) {
+    std::vector<std::thread> pool;
+    for (std::size_t t = 1; t < std::min(hw, jobs); ++t) pool.emplace_back(fn);
+    fn();
+    for (auto& t : pool) t.join();
+    if (failure) std::rethrow_exception(failure);
+  };
+  run_pool(work, ks.size());
+  // Fast mode's restriction is checked where it matters: on the micro-batch counts that
+  // hold points of the final union (the others' problems are released already).
+  if (opt.check_restriction) {
+    std::vector<std::size_t> to_check;
+    for (std::size_t p = 0; p < pf.parts.size(); ++p)
+      if (pf.parts[p].frontier.restricted && pf.parts[p].built) to_check.push_back(p);
+    next = 0;
+    auto check = [&] {
+      for (std::size_t i; (i = next++) < to_check.size();) {
+        try {
+          auto& part = pf.parts[to_check[i]];
+          auto tc = std::chrono::steady_clock::now();
+          part.check = check_restriction(part.built->prob, part.frontier, opt.solve.memory_limit);
+          part.check_seconds = detail::seconds_since(tc);
+        } catch (...) {
+          std::lock_guard lock(mu);
+          if (!failure) failure = std::current_exception();
+          next = to_check.size();
+        }
+      }
+    };
+    run_pool(check, to_check.size());
+  }
   for (auto& part : pf.parts) {
     pf.exact = pf.exact && part.frontier.exact;
     pf.restricted = pf.restricted || part.frontier.restricted;
     std::string line = part.why;
-    if (part.frontier.restricted && opt.check_restriction) line += "; " + part.check.describe();
+    if (part.frontier.restricted && opt.check_restriction)
+      line += "; " + (part.built ? part.check.describe() : std::string("not checked: no point on the final frontier"));
     const std::string k = std::to_string(part.micro_batches);
     bool found = false;
     for (auto& n : pf.mode_notes)

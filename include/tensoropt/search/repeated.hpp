@@ -25,6 +25,11 @@
 // used one residual layout through all 24 layers; the planner checks the restriction
 // against the unrestricted problem (plan/planner.hpp).
 //
+// Speed. T is needed on its diagonal only (input and output in one layout), so only those
+// cells are computed (solve_conditioned's classes). Layouts are composed in order of their
+// coarse least time, and each sum drops partial sums that points already returned cover
+// after the least cost still to be added (detail/staircase_sum.hpp's dominance filter).
+//
 // epsilon. The budget ln(1 + epsilon) is split: half to the three inner solves (each
 // within (1 + e_in) by solve.hpp's bound), half over the D + 2 nested sums of the
 // powering and the final A (+) P (+) Z, each pruned with (1 + delta)^(D + 2) =
@@ -34,92 +39,15 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <string>
 #include <vector>
 #include "solve.hpp"
 #include "detail/repeated_split.hpp"
+#include "detail/staircase_sum.hpp"
 
 namespace tensoropt {
-
-namespace detail {
-
-struct power_node {
-  std::vector<candidate> pts;  // ta, tb: points of the left and right operands (leaf: ta = tag)
-  int left = -1, right = -1;
-  std::size_t count = 1;       // instances covered
-};
-
-/// Points already found (a staircase) that make a partial sum useless: a sum s whose every
-/// completion costs at least s + (off_time, off_memory) is dropped when a point u has
-/// u.memory <= s.memory + off_memory and u.time <= (1 + delta) (s.time + off_time), since u
-/// then covers every completion of s as a sum's own pruning does (delta = 0: u weakly
-/// dominates them; exact). The points of u are real and returned.
-struct dominance_filter {
-  const std::vector<candidate>* u = nullptr;
-  cost_t off_time = 0, off_memory = 0;
-  /// The least time a sum at memory m must beat (max when nothing bounds it).
-  cost_t bound(cost_t m) const {
-    if (!u || u->empty()) return std::numeric_limits<cost_t>::max();
-    auto it = std::upper_bound(u->begin(), u->end(), m + off_memory,
-                               [](cost_t x, const candidate& c) { return x < c.memory; });
-    return it == u->begin() ? std::numeric_limits<cost_t>::max() : std::prev(it)->time - off_time;
-  }
-};
-
-/// prune(a (+) b) of two staircases, with provenance (ta, tb: indices into a and b), by a
-/// heap merge of the rows a_i + b in memory order: a popped sum is kept when no kept point
-/// covers it (kept.time <= (1 + delta) time; delta = 0: plain dominance), and a row jumps
-/// (binary search, b's times decrease) to its first sum that could be kept. Sums above
-/// `limit` end the merge. Sorting all |a| |b| sums instead took 75 % of a gpt3-1.3b search.
-/// A square (one staircase passed as both operands, as the powering's doublings do)
-/// merges only the sums a_i + a_j with j >= i: the others repeat them. Sums that `filter`
-/// drops are skipped the same way (a row jumps past them).
-inline std::vector<candidate> sum_with_provenance(const std::vector<candidate>& a, const std::vector<candidate>& b,
-                                                  double delta, cost_t limit, const dominance_filter& filter = {}) {
-  std::vector<candidate> out;
-  if (a.empty() || b.empty()) return out;
-  struct head { cost_t memory, time; std::int32_t i, j; };
-  auto later = [](const head& x, const head& y) { return x.memory != y.memory ? x.memory > y.memory : x.time > y.time; };
-  // a square (a and b one staircase): a_i + a_j = a_j + a_i, so row i starts at j = i
-  const bool square = &a == &b;
-  std::vector<head> heap;
-  heap.reserve(a.size());
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const std::size_t j = square ? i : 0;
-    heap.push_back({a[i].memory + b[j].memory, a[i].time + b[j].time, std::int32_t(i), std::int32_t(j)});
-  }
-  std::make_heap(heap.begin(), heap.end(), later);
-  const double f = 1 + delta;
-  auto covered = [&](cost_t t) { return !out.empty() && double(out.back().time) <= f * double(t); };
-  while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), later);
-    head h = heap.back();
-    heap.pop_back();
-    if (h.memory > limit) break;
-    // the filter's bound at h.memory also bounds the later sums of row i (more memory)
-    const cost_t fb = filter.bound(h.memory);
-    auto filtered = [&](cost_t t) { return fb != std::numeric_limits<cost_t>::max() && double(fb) <= f * double(t); };
-    if (!covered(h.time) && (out.empty() || h.time < out.back().time) && !filtered(h.time))
-      out.push_back({h.time, h.memory, h.i, h.j});
-    // next sum of row i that is not covered by the last kept point nor filtered
-    const cost_t at = a[std::size_t(h.i)].time;
-    std::size_t lo = std::size_t(h.j) + 1, hi = b.size();
-    while (lo < hi) {
-      const std::size_t mid = (lo + hi) / 2;
-      if (covered(at + b[mid].time) || (!out.empty() && at + b[mid].time >= out.back().time) || filtered(at + b[mid].time))
-        lo = mid + 1;
-      else hi = mid;
-    }
-    if (lo < b.size()) {
-      heap.push_back({a[std::size_t(h.i)].memory + b[lo].memory, at + b[lo].time, h.i, std::int32_t(lo)});
-      std::push_heap(heap.begin(), heap.end(), later);
-    }
-  }
-  return out;
-}
-
-}  // namespace detail
 
 /// Why `rb` cannot be composed by powering in `p` (empty when it can).
 inline std::string check_repeated(const problem& p, const repeated_block& rb) {
@@ -152,6 +80,23 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
   inner.epsilon = std::expm1(lam / 2);
   const double delta = o.epsilon > 0 ? std::expm1(lam / 2 / double(depth + 2)) : 0.0;
   const cost_t limit = o.memory_limit;
+  // The powering's tables count against max_bytes like the inner searches' (solve.hpp):
+  // past it the search stops with the sizes reached, before the allocator would fail.
+  const std::size_t max_bytes = o.max_bytes ? o.max_bytes : detail::default_max_bytes();
+  std::size_t held_bytes = 0, composed = 0;
+  auto hold = [&](const std::vector<detail::candidate>& v) {
+    held_bytes += v.size() * sizeof(detail::candidate);
+    if (held_bytes <= max_bytes) return;
+    char b[64];
+    const bool gib = max_bytes >= (std::size_t(1) << 30);
+    const double unit = double(std::size_t(1) << (gib ? 30 : 20));
+    std::snprintf(b, sizeof b, gib ? "%.1f GiB, past its limit of %.1f GiB" : "%.1f MiB, past its limit of %.1f MiB",
+                  double(held_bytes) / unit, double(max_bytes) / unit);
+    throw runtime_error("search stopped: fast mode's powering holds " + std::string(b) + ", after composing " +
+                        std::to_string(composed) + " of " + std::to_string(nb) +
+                        " boundary layouts (last sum: " + std::to_string(v.size()) +
+                        " points); use --epsilon, fewer micro-batch counts, or a machine with more memory");
+  };
 
   const int o0 = rb.instances[0][std::size_t(s.boundary)];
   const int o1 = rb.instances[1][std::size_t(s.boundary)];
@@ -249,6 +194,7 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
   // c instances: M - c instances at T's least time and least memory, and A (+) Z's).
   auto compose = [&](std::size_t b, double d, std::vector<detail::power_node>& pw, int& root,
                      std::vector<detail::candidate>& az, const std::vector<detail::candidate>* found) {
+    for (auto& n : pw) held_bytes -= n.pts.size() * sizeof(detail::candidate);
     pw.clear();
     az.clear();
     if (a_of[b].empty() || z_of[b].empty() || t_of[b].empty()) return std::vector<detail::candidate>{};
@@ -261,6 +207,7 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
                                       cost_t(M - count) * t_memory + az.front().memory};
     };
     pw.push_back({t_of[b], -1, -1, 1});
+    hold(pw.back().pts);
     int base = 0, acc = -1;
     for (std::size_t r = M; r; r >>= 1) {
       if (r & 1) {
@@ -270,6 +217,7 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
           detail::power_node x{
               detail::sum_with_provenance(pw[std::size_t(acc)].pts, pw[std::size_t(base)].pts, d, limit, rest(count)),
               acc, base, count};
+          hold(x.pts);
           pw.push_back(std::move(x));
           acc = int(pw.size() - 1);
         }
@@ -279,6 +227,7 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
         detail::power_node x{
             detail::sum_with_provenance(pw[std::size_t(base)].pts, pw[std::size_t(base)].pts, d, limit, rest(count)),
             base, base, count};
+        hold(x.pts);
         pw.push_back(std::move(x));
         base = int(pw.size() - 1);
       }
@@ -338,6 +287,7 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
     kept.swap(merged);
     std::vector<detail::candidate> az;
     const auto apz = compose(b, delta, powers[b], power_root[b], az, &found);
+    ++composed;
     az_of[b].swap(az);
     for (auto& x : apz) {
       all.push_back({x.time, x.memory, std::int32_t(picks.size()), -1});
