@@ -15,6 +15,8 @@
 //    point is kept iff its peak is below the peak of every faster point kept. What is left is a subset of the additive
 //    staircase whose peaks strictly rise as time falls, so it is a staircase in both
 //    memories at once and every query that assumes sorted points stays correct;
+//  - keeps every point the search returned, with its peak, in `searched` (what
+//    --frontier-json writes: the search's exact additive frontier);
 //  - says how the frontier was computed (`describe`): exact over the additive
 //    memory, then filtered by the replayed peak. This is not the exact (peak, time)
 //    frontier: a plan off the additive frontier can have a lower peak than every
@@ -86,6 +88,7 @@ inline peak_filter attach_peaks(planned_frontier& pf, std::size_t threads = 0, c
     f.ratio_lo = std::min(f.ratio_lo, r);
     f.ratio_hi = std::max(f.ratio_hi, r);
   }
+  pf.searched = pf.points;  // every point the search returned, with its peak (--frontier-json)
   // points are sorted by time strictly descending: walk from the fastest
   std::vector<bool> keep(n, false);
   cost_t best = max_problem_cost;

@@ -57,6 +57,11 @@ struct planned_frontier {
   build_options build;                  ///< precision, reserve and config bounds it was planned with
   std::vector<plan_part> parts;
   std::vector<frontier_point> points;   ///< memory ascending, time strictly descending
+  /// Every point the search returned (the union over k, before the runtime-peak
+  /// filter of peak_frontier.hpp, with their peaks): what --frontier-json writes, so
+  /// an outside tool re-solving the problem finds the same points. Empty when no
+  /// filter ran (then `points` is that union).
+  std::vector<frontier_point> searched;
   std::vector<int> part_of;             ///< points[i] comes from parts[part_of[i]]
   std::vector<baseline_result> baselines;
   double search_seconds = 0;
