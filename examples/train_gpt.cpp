@@ -16,7 +16,10 @@
 //   train_gpt --compare      predicted vs measured step time and peak memory of the
 //                            least-memory, a middle and the fastest frontier point
 //   train_gpt --strategy SPEC [--micro-batches K]   train a hand-written plan
-//                            (dp=..,tp=..,sp=0|1,recompute=none|selective|full,zero=0|1)
+//                            (dp=..,tp=..,sp=0|1,recompute=none|selective|full,zero=0|1,pp=..)
+//     pp=P runs P pipeline stages (1F1B, K >= P micro-batches, default K = P): the layers
+//     are cut evenly, the embedding in the first stage and the head in the last; the
+//     other keys give each stage's strategy on its devices/P devices.
 #include <tensoropt/core/command_line.hpp>
 #include <tensoropt/models/gpt.hpp>
 #include <tensoropt/plan/memory_peak.hpp>
@@ -80,10 +83,10 @@ struct to::reflection<train_gpt_options> {
       to::field("devices", &o::devices, "local devices, one thread each").range(1, 1024).meta("N"),
       to::field("compare", &o::compare, "predicted vs measured step time and peak memory of 5 frontier points"),
       to::field("strategy", &o::strategy, "train this plan instead of the planner's: dp=..,tp=..,sp=0|1,"
-                                          "recompute=none|selective|full,zero=0|1")
+                                          "recompute=none|selective|full,zero=0|1,pp=.. (pipeline stages)")
           .meta("SPEC"),
       to::field("micro-batches", &o::micro_batches, "gradient-accumulation count (default: the planner's choice, "
-                                                    "or 1 with --strategy)")
+                                                    "1 with --strategy, P with pp=P)")
           .range(1, 1024).meta("K"),
       to::field("backend", &o::backend, "where the devices run: cpu threads, or GPUs (a build with "
                                         "tensoropt::cuda)").one_of("cpu|cuda").meta("KIND"),
@@ -122,6 +125,45 @@ rt::batch make_batch(const std::vector<int>& text, const to::models::gpt_config&
     }
   }
   return out;
+}
+
+/// Takes `pp=P` out of a strategy SPEC: the pipeline degree, 1 when absent.
+int take_pipeline_degree(std::string& spec) {
+  std::string rest;
+  int p = 1;
+  bool seen = false;
+  std::stringstream in(spec);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (item.rfind("pp=", 0) != 0) {
+      rest += (rest.empty() ? "" : ",") + item;
+      continue;
+    }
+    if (seen) throw to::invalid_argument("--strategy: key 'pp' is given twice");
+    seen = true;
+    const std::string v = item.substr(3);
+    if (v.empty() || v.size() > 4 || v.find_first_not_of("0123456789") != std::string::npos || std::stoi(v) < 1)
+      throw to::invalid_argument("--strategy: pp=" + v + " is not a positive integer");
+    p = std::stoi(v);
+  }
+  spec = rest;
+  return p;
+}
+
+/// Stage starts cutting the layers of GPT graph `g` evenly into p stages (the
+/// embedding joins the first stage, the final norm, head and loss the last).
+std::vector<std::size_t> even_stage_starts(const to::op_graph& g, int p) {
+  std::vector<std::size_t> layer_starts;
+  for (std::size_t j = 0; j < g.ops.size(); ++j)
+    if (g.ops[j].repeat_id >= 0 && (j == 0 || g.ops[j - 1].repeat_id != g.ops[j].repeat_id ||
+                                    g.ops[j - 1].repeat_index != g.ops[j].repeat_index))
+      layer_starts.push_back(j);
+  if (int(layer_starts.size()) < p)
+    throw to::invalid_argument("--strategy: pp=" + std::to_string(p) + " needs at least " + std::to_string(p) +
+                               " layers, the model has " + std::to_string(layer_starts.size()) +
+                               "; lower pp or give a --model with more layers");
+  std::vector<std::size_t> starts{0};
+  for (int s = 1; s < p; ++s) starts.push_back(layer_starts[std::size_t(s) * layer_starts.size() / std::size_t(p)]);
+  return starts;
 }
 
 int fail(const std::string& msg) {
@@ -279,11 +321,32 @@ int main(int argc, char** argv) {
       return missed ? 1 : 0;
     }
     rt::chosen_plan chosen;
-    if (!o.strategy.empty()) {
+    std::string strategy = o.strategy;
+    const int pp = strategy.empty() ? 1 : take_pipeline_degree(strategy);
+    to::pipeline_plan pipeline;
+    if (pp > 1) {  // each stage's strategy on its devices; the layers cut evenly
+      if (!plan_path.empty()) return fail("--strategy and --plan both choose the plan; give one");
+      if (const auto e = to::pipeline_degree_error(cl.mesh, pp); !e.empty()) return fail("--strategy: " + e);
+      const int k = o.micro_batches ? int(*o.micro_batches) : pp;
+      if (g.batch % k != 0)
+        return fail("--micro-batches " + std::to_string(k) + " does not divide the batch " + std::to_string(g.batch));
+      auto stage_cl = cl;
+      stage_cl.mesh = to::stage_mesh(cl.mesh, pp);
+      auto bo = po.build;
+      bo.micro_batches = k;
+      const auto spec_of_stage = strategy.empty() ? to::strategy_spec{} : to::parse_strategy_spec(strategy);
+      const auto configs = to::evaluate_spec(spec_of_stage, g, stage_cl, bo).configs;
+      pipeline = {pp, k, even_stage_starts(g, pp), configs, cl.mesh};
+      if (const auto e = to::pipeline_plan_error(pipeline, g.ops.size()); !e.empty()) return fail("--strategy: " + e);
+      say("strategy %s: %d stages of %lld device(s), %d micro-batches (1F1B), stages start at ops", o.strategy.c_str(),
+          pp, (long long)stage_cl.mesh.devices(), k);
+      for (auto b : pipeline.stage_begin) say(" %zu", b);
+      say("\n");
+    } else if (!o.strategy.empty()) {
       if (!plan_path.empty()) return fail("--strategy and --plan both choose the plan; give one");
       auto bo = po.build;
       bo.micro_batches = po.micro_batches.size() == 1 ? po.micro_batches[0] : 1;
-      const auto ev = to::evaluate_spec(to::parse_strategy_spec(o.strategy), g, cl, bo);
+      const auto ev = to::evaluate_spec(to::parse_strategy_spec(strategy), g, cl, bo);
       chosen.plan = {ev.configs, int(bo.micro_batches), cl.mesh};
       chosen.time = ev.time * 1_s;
       chosen.memory = to::from_byte_count(std::int64_t(ev.memory));
@@ -296,10 +359,11 @@ int main(int argc, char** argv) {
       if (budget_mib > 0) budget = budget_mib * 1_MiB;
       chosen = rt::choose_training_plan(g, cl, po, budget, plan_path, spec, backend);
     }
-    say("%s on %d devices: predicted %.3f ms/step, %.3f MiB per device, %d micro-batch(es)\n%s\n",
-        chosen.source.c_str(), devices, chosen.time / 1_ms, chosen.memory / 1_MiB, chosen.plan.micro_batches,
-        chosen.summary.c_str());
-    const double predicted_peak = predicted_peak_of(chosen.plan.configs, chosen.plan.micro_batches);
+    if (pp == 1)
+      say("%s on %d devices: predicted %.3f ms/step, %.3f MiB per device, %d micro-batch(es)\n%s\n",
+          chosen.source.c_str(), devices, chosen.time / 1_ms, chosen.memory / 1_MiB, chosen.plan.micro_batches,
+          chosen.summary.c_str());
+    const double predicted_peak = pp == 1 ? predicted_peak_of(chosen.plan.configs, chosen.plan.micro_batches) : 0;
 
     rt::training_options run;
     run.steps = steps;
@@ -316,10 +380,10 @@ int main(int argc, char** argv) {
     rt::training_result r;
     if (comm_kind == "local") {
       rt::local_world world(devices);
-      r = rt::train(g, chosen.plan, world, next, run);
+      r = pp > 1 ? rt::train(g, pipeline, world, next, run) : rt::train(g, chosen.plan, world, next, run);
     } else {
 #ifdef TENSOROPT_EXAMPLE_MPI
-      r = rt::train(g, chosen.plan, *mpi, next, run);
+      r = pp > 1 ? rt::train(g, pipeline, *mpi, next, run) : rt::train(g, chosen.plan, *mpi, next, run);
 #endif
     }
     if (!save_path.empty())
@@ -327,8 +391,12 @@ int main(int argc, char** argv) {
     say("backend %s, %s\n", backend.kind.c_str(), std::string(backend.prec.name).c_str());
     say("%.0f tokens/s on average; device 0 spent %.1f %% of the step time in kernels\n", tokens * steps / r.seconds,
         100 * r.kernel_seconds / r.seconds);
-    say("loss %.4f -> %.4f; peak memory of a device %.3f MiB (predicted %.3f MiB)\n", double(r.first_loss),
-        double(r.last_loss), to::from_byte_count(r.peak_bytes) / 1_MiB, predicted_peak / 1048576);
+    if (pp == 1)
+      say("loss %.4f -> %.4f; peak memory of a device %.3f MiB (predicted %.3f MiB)\n", double(r.first_loss),
+          double(r.last_loss), to::from_byte_count(r.peak_bytes) / 1_MiB, predicted_peak / 1048576);
+    else
+      say("loss %.4f -> %.4f; peak memory of a device %.3f MiB\n", double(r.first_loss), double(r.last_loss),
+          to::from_byte_count(r.peak_bytes) / 1_MiB);
     if (steps >= 20 && !(r.last_loss < 0.8f * r.first_loss)) {
       say("train_gpt: the loss did not fall clearly below the starting loss\n");
       return 1;

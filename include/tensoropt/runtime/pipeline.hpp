@@ -55,7 +55,8 @@ class pipeline_stage {
       throw invalid_argument("pipeline plan for graph '" + g.name + "': " + e);
     if (world.size() != pp.mesh.devices())
       throw invalid_argument("the pipeline plan is for " + std::to_string(pp.mesh.devices()) + " devices (" +
-                             pp.mesh.describe() + ") but the communicator has " + std::to_string(world.size()));
+                             pp.mesh.describe() + ") but the communicator has " + std::to_string(world.size()) +
+                             "; run it on " + std::to_string(pp.mesh.devices()) + " devices");
     p_ = pp.degree;
     d_ = int(pp.mesh.devices()) / p_;
     stage_ = world.rank() / d_;
