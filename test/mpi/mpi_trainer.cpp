@@ -21,6 +21,10 @@ int main(int argc, char** argv) {
   try {
     const auto g = to::lower<gpt>();
     expect(comm.size() == 4, "the test runs on 4 processes");
+    // All four processes run on this machine, so each one's local rank (the GPU it
+    // would pick) is its world rank.
+    expect(comm.local_rank() == comm.rank(), "local rank " + std::to_string(comm.local_rank()) + " of rank " +
+                                                 std::to_string(comm.rank()) + " on one machine");
     const auto plan = random_plan(g, 4, 11);
     rt::trainer tr(g, plan, comm);
     std::vector<float> losses;

@@ -49,6 +49,9 @@ class communicator {
   virtual ~communicator() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
+  /// This rank's index among the ranks that share its machine (which GPU it uses by
+  /// default). Ranks of one process's local world are all on one machine.
+  virtual int local_rank() const { return rank(); }
   /// Sends `data` to `peer` (never blocks on the receiver).
   virtual void send(int peer, std::span<const float> data, int tag) = 0;
   /// Receives exactly data.size() floats from `peer`; throws runtime_error on

@@ -13,8 +13,9 @@
 // the pool's high-water mark and the fixed reserve (context, cuBLASLt workspace)
 // kept apart, so predicted and measured memory compare like with like.
 //
-// Devices: rank r uses GPU (options.device + r) mod the GPU count (options.device
-// < 0: from 0), so N ranks of a local world share one GPU on a one-GPU machine,
+// Devices: rank r uses GPU (options.device + l) mod the GPU count, where l is r's
+// local rank (communicator::local_rank(): its index among the ranks on its machine,
+// so every node of an mpirun starts at GPU 0; options.device < 0: from 0), so N ranks of a local world share one GPU on a one-GPU machine,
 // each with its own stream, pool and cuBLASLt handle, and move buffers through the
 // device data plane (cuda_data_plane.cuh); ranks that are processes (MPI) use the
 // NCCL data plane (cuda_nccl_plane.cuh). Errors are one line: no GPU, out of
@@ -89,7 +90,7 @@ TENSOROPT_KERNEL void region_kernel(const T* src, T* dst, region_geometry g, std
 /// One rank's GPU (see the opening comment).
 class cuda_backend final : public cuda_backend_base {
  public:
-  /// The backend of rank `rank` (device chosen as described at the top). Throws
+  /// The backend of the rank whose local rank is `rank` (device chosen as described at the top). Throws
   /// cuda::cuda_error when there is no GPU or the device does not exist.
   cuda_backend(const backend_options& o, int rank)
       : cuda_backend_base(o.prec), device_(pick_device(o, rank)), stream_(device_), pool_(device_),
@@ -241,7 +242,7 @@ class cuda_backend final : public cuda_backend_base {
 /// The factory make_backend() calls for "cuda" (registered by the tensoropt::cuda
 /// target's source, src/tensoropt_cuda.cu).
 inline std::unique_ptr<backend> make_cuda_backend(const backend_options& o, communicator& c) {
-  return std::make_unique<cuda_backend>(o, c.rank());
+  return std::make_unique<cuda_backend>(o, c.local_rank());
 }
 
 }  // namespace tensoropt::runtime

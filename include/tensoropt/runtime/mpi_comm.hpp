@@ -53,6 +53,14 @@ class mpi_comm final : public communicator {
   explicit mpi_comm(std::chrono::milliseconds timeout = std::chrono::seconds(60)) : timeout_(timeout) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    MPI_Comm node = MPI_COMM_NULL;  // the ranks that share this rank's memory (its machine)
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node) == MPI_SUCCESS &&
+        node != MPI_COMM_NULL) {
+      MPI_Comm_rank(node, &local_rank_);
+      MPI_Comm_free(&node);
+    } else {
+      local_rank_ = rank_;
+    }
   }
   mpi_comm(const mpi_comm&) = delete;
   mpi_comm& operator=(const mpi_comm&) = delete;
@@ -60,6 +68,7 @@ class mpi_comm final : public communicator {
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  int local_rank() const override { return local_rank_; }
 
   void send(int peer, std::span<const float> data, int tag) override {
     check_peer(peer, "send");
@@ -125,7 +134,7 @@ class mpi_comm final : public communicator {
     for (auto& p : pending_) MPI_Wait(&p.req, MPI_STATUS_IGNORE);
     pending_.clear();
   }
-  int rank_ = 0, size_ = 1;
+  int rank_ = 0, size_ = 1, local_rank_ = 0;
   std::chrono::milliseconds timeout_;
   std::list<outgoing> pending_;
 };
