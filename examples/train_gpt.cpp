@@ -208,6 +208,29 @@ int main(int argc, char** argv) {
   const bool compare = o.compare;
   const std::string plan_path = o.plan, save_path = o.save, resume_path = o.resume;
   devices = int(o.devices);
+  // pp=P: checked before anything is printed
+  std::string strategy = o.strategy;
+  int pp = 1;
+  try {
+    if (!strategy.empty()) pp = take_pipeline_degree(strategy);
+  } catch (const to::error& e) {
+    return fail(e.what());
+  }
+  const int pipeline_k = o.micro_batches ? int(*o.micro_batches) : pp;
+  if (pp > 1) {
+    if (const auto e = to::pipeline_degree_error(to::device_mesh(1, devices), pp); !e.empty())
+      return fail("--strategy: " + e);
+    if (pipeline_k < pp)
+      return fail("--micro-batches " + std::to_string(pipeline_k) + ": 1F1B needs at least as many micro-batches as "
+                  "stages (pp=" + std::to_string(pp) + ")");
+    if (model.layers < pp)
+      return fail("--strategy: pp=" + std::to_string(pp) + " needs at least " + std::to_string(pp) +
+                  " layers, the model has " + std::to_string(model.layers) +
+                  "; lower pp or give a --model with more layers");
+    if (model.batch % pipeline_k != 0)
+      return fail("--micro-batches " + std::to_string(pipeline_k) + " does not divide the batch " +
+                  std::to_string(model.batch));
+  }
   if (compare && !o.strategy.empty()) return fail("--compare checks frontier points; drop --strategy");
   rt::backend_options backend;
   backend.kind = o.backend;
@@ -321,15 +344,10 @@ int main(int argc, char** argv) {
       return missed ? 1 : 0;
     }
     rt::chosen_plan chosen;
-    std::string strategy = o.strategy;
-    const int pp = strategy.empty() ? 1 : take_pipeline_degree(strategy);
     to::pipeline_plan pipeline;
     if (pp > 1) {  // each stage's strategy on its devices; the layers cut evenly
       if (!plan_path.empty()) return fail("--strategy and --plan both choose the plan; give one");
-      if (const auto e = to::pipeline_degree_error(cl.mesh, pp); !e.empty()) return fail("--strategy: " + e);
-      const int k = o.micro_batches ? int(*o.micro_batches) : pp;
-      if (g.batch % k != 0)
-        return fail("--micro-batches " + std::to_string(k) + " does not divide the batch " + std::to_string(g.batch));
+      const int k = pipeline_k;
       auto stage_cl = cl;
       stage_cl.mesh = to::stage_mesh(cl.mesh, pp);
       auto bo = po.build;

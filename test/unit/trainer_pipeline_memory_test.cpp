@@ -3,9 +3,10 @@
 // micro-batches in flight): the target is -10 % .. +5 % (measured / predicted - 1).
 // Every configuration's errors are printed; the target is asserted on those marked
 // `meets_target`. Measured (2 steps, Adam, global batch 16): MLP stages within
-// +0.0 .. +1.8 %, GPT with data or tensor parallel stages within +0.4 .. +4.9 %; the
+// +0.0 .. +1.8 %, GPT with data or tensor parallel stages within +0.4 .. +4.9 %. A
 // random GPT plan (random recompute and ZeRO switches per op, stages cut by op count
-// inside layers) misses by up to +50 % on stage 1; not yet analysed, reported only.
+// inside layers) misses by +17.6 % on its first stage of four (the same plan without
+// stages is within +3.5 %): reported, not asserted.
 #include <doctest/doctest.h>
 #include <tensoropt/runtime/pipeline_memory.hpp>
 #include <cstdio>
@@ -96,5 +97,6 @@ TEST_CASE("pipeline memory: gpt stages against the prediction") {
                     {"p 4, 1 device/stage, k 4", 4, 4, 4, 0, true},
                     {"p 2 x dp 2, k 4", 4, 2, 4, 0, true},
                     {"p 2 x tp 2, k 2", 4, 2, 2, 1, true},
-                    {"p 4 x random 2, k 4", 8, 4, 4, 9, false}});
+                    {"p 4 x random 2, k 4", 8, 4, 4, 9, false},
+                    {"p 1 x random 2, k 4 (same)", 2, 1, 4, 9, false}});
 }

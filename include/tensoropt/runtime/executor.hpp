@@ -43,6 +43,7 @@
 #include "backend.hpp"
 #include "data_plane.hpp"
 #include "op_context.hpp"
+#include "op_range.hpp"
 #include "optimizer.hpp"
 #include "sharding.hpp"
 
@@ -55,11 +56,6 @@ using tensoropt::training_plan;
 /// whole (global) input tensor in row-major order (integer ids as exact floats).
 using batch = std::vector<std::vector<float>>;
 
-/// The ops [begin, end) an executor runs (a pipeline stage); the default is all.
-struct op_range {
-  std::size_t begin = 0, end = std::size_t(-1);
-  bool contains(std::size_t j) const { return j >= begin && j < end; }
-};
 
 class executor {
  public:
@@ -367,36 +363,15 @@ class executor {
   std::size_t me() const { return std::size_t(comm_.rank()); }
   bool staged() const { return range_.begin > 0 || range_.end < graph_.ops.size(); }
 
-  /// Which ops run here, the input number of each input op, and the boundary tensors.
+  /// Which ops run here (op_range.hpp) and the input number of each input op.
   void find_stage() {
-    const std::size_t n = graph_.ops.size();
-    if (range_.begin >= n || range_.end <= range_.begin)
-      throw invalid_argument("executor: op range [" + std::to_string(range_.begin) + ", " +
-                             std::to_string(range_.end) + ") holds no op of graph '" + graph_.name + "' (" +
-                             std::to_string(n) + " ops)");
-    runs_.assign(n, false);
-    input_no_.assign(n, -1);
-    for (std::size_t j = 0, k = 0; j < n; ++j)
+    auto ro = ops_of_range(graph_, range_);
+    runs_ = std::move(ro.runs);
+    bin_ = std::move(ro.inputs);
+    bout_ = std::move(ro.outputs);
+    input_no_.assign(graph_.ops.size(), -1);
+    for (std::size_t j = 0, k = 0; j < graph_.ops.size(); ++j)
       if (graph_.ops[j].kind == op_kind::input) input_no_[j] = int(k++);
-    for (std::size_t j = range_.begin; j < std::min(n, range_.end); ++j) {
-      runs_[j] = true;
-      for (auto& m : graph_.ops[j].inputs) {
-        const int p = graph_.tensors[std::size_t(m.tensor)].producer;
-        if (graph_.ops[std::size_t(p)].kind == op_kind::input) runs_[std::size_t(p)] = true;
-      }
-    }
-    bin_.clear();
-    bout_.clear();
-    for (std::size_t t = 0; t < graph_.tensors.size(); ++t) {
-      const int p = graph_.tensors[t].producer;
-      if (p < 0 || graph_.ops[std::size_t(p)].kind == op_kind::input) continue;
-      bool read_here = false, read_elsewhere = false;
-      for (std::size_t j = 0; j < n; ++j)
-        for (auto& m : graph_.ops[j].inputs)
-          if (m.tensor == int(t)) (range_.contains(j) ? read_here : read_elsewhere) = true;
-      if (read_here && !range_.contains(std::size_t(p))) bin_.push_back(int(t));
-      if (read_elsewhere && range_.contains(std::size_t(p))) bout_.push_back(int(t));
-    }
   }
 
   void init_param(int j, int s) {

@@ -16,10 +16,14 @@
 //    (Narayanan et al., "Efficient Large-Scale Language Model Training on GPU
 //    Clusters Using Megatron-LM", SC'21, sec. 2.2.1: 1F1B keeps at most p
 //    micro-batches in flight, stage s at most p - s).
-// Not modelled: the tensors that cross a stage edge travel whole (pipeline.hpp), so
-// the receiving stage briefly holds a whole boundary activation (and the sending
-// stage a whole boundary gradient) where the model counts the consumer's shard;
-// this matters when the stage's config splits that tensor over many devices.
+// A tensor that crosses a stage edge arrives whole (pipeline.hpp): its consumers keep
+// their own slices (not the producer's shard, which edge_memory assumes for a pure
+// all-gather edge), and a recomputed consumer keeps its input even when the producer
+// is in the same layer (the producer runs in another stage, so nothing can rebuild
+// it); detail::boundary_input_kept counts these. Not modelled: the receiving stage
+// briefly holds the whole boundary activation during forward (and the sending stage
+// a whole boundary gradient in backward) where the model counts the consumer's
+// shard; this matters when the stage's config splits that tensor over many devices.
 #pragma once
 #include <algorithm>
 #include <vector>
@@ -37,6 +41,35 @@ struct stage_memory_prediction {
   double one_micro = 0;     ///< the ordered peak of one micro-batch (state included)
   double peak() const { return one_micro + double(in_flight - 1) * kept; }
 };
+
+namespace detail {
+/// Bytes op e.to keeps of a boundary input (made in an earlier stage): the tensor
+/// arrives whole, so the consumer keeps its own slice, never the producer's shard,
+/// and a recomputed consumer keeps it too (its producer cannot be re-run here). A
+/// consumer that reads the whole tensor shares the received buffer with the other
+/// such readers: charged once.
+inline double boundary_input_kept(const op_graph& g, const graph_edge& e, const op_config& cv, const cost_options& o,
+                                  std::vector<bool>& whole_kept) {
+  const op_node& v = g.ops[std::size_t(e.to)];
+  const auto& t = g.tensors[std::size_t(e.tensor)];
+  if (!cv.recompute && !tensoropt::detail::saves_input(v, e.slot)) return 0;
+  const double local = tensoropt::detail::local_elements(g, v, v.inputs[std::size_t(e.slot)], cv);
+  if (local == double(t.size())) {
+    if (whole_kept[std::size_t(e.tensor)]) return 0;
+    whole_kept[std::size_t(e.tensor)] = true;
+  }
+  if (cv.recompute) return local * tensoropt::detail::elem_bytes(t, o.prec);
+  double b = 0;
+  for (auto& sv : v.saved) {
+    if (sv.input != e.slot) continue;
+    double n = sv.multiplier;
+    for (std::size_t d = 0; d < v.dims.size(); ++d)
+      if (sv.dims >> d & 1u) n *= double(v.dims[d].extent) / double(cv.total_degree(int(d)));
+    b += n * (sv.elem_bytes > 0 ? sv.elem_bytes : tensoropt::detail::elem_bytes(t, o.prec));
+  }
+  return b;
+}
+}  // namespace detail
 
 /// The prediction for stage s of `pp` on graph `g` (the global-batch graph), with
 /// the cluster `cl` of the whole plan and the planner's build options (their
@@ -89,10 +122,15 @@ inline stage_memory_prediction predicted_stage_peak(const op_graph& g, const pip
       if (cfg[i].recompute && cfg[k].recompute)
         wb[i] += cost_op(mg, int(k), cfg[k], scl, co, facts[k]).recompute_working.value * double(facts[k].repeats);
   }
+  std::vector<bool> whole_kept(mg.tensors.size(), false);
   for (const auto& e : mg.edges()) {
     if (!here[std::size_t(e.to)]) continue;
     const auto& cu = cfg[std::size_t(e.from)];
     const auto& cv = cfg[std::size_t(e.to)];
+    if (!here[std::size_t(e.from)]) {  // a boundary input: what the runtime keeps (file comment)
+      keep[std::size_t(e.to)] += detail::boundary_input_kept(mg, e, cv, co, whole_kept);
+      continue;
+    }
     keep[std::size_t(e.to)] += edge_memory(mg, e, cu, cv, co).value;
     const auto& t = mg.tensors[std::size_t(e.tensor)];
     const auto& u = mg.ops[std::size_t(e.from)];
