@@ -266,6 +266,15 @@ TEST_CASE("own collectives: synchronized batch norm, vocab-parallel loss, the lo
   split_b.degree[1][0] = 4;
   const double ch = 2.0 * 4 * c;  // two floats per channel
   CHECK(cost_op(g, bn, split_b, cl).collectives.value == doctest::Approx(2 * all_reduce({{2, 4}}, bytes(ch), cl).value));
+  // a stack with per-device statistics (local_batch_norm) all-reduces nothing, and
+  // the switch changes nothing else of the op's cost
+  cost_options local;
+  local.local_batch_norm = true;
+  const op_cost synced = cost_op(g, bn, split_b, cl), unsynced = cost_op(g, bn, split_b, cl, local);
+  CHECK(synced.collectives.value > 0);
+  CHECK(unsynced.collectives.value == 0);
+  CHECK(unsynced.compute.value == synced.compute.value);
+  CHECK(unsynced.memory().value == synced.memory().value);
   op_config split_c;  // channels split: statistics stay local
   split_c.degree[1][1] = 4;
   CHECK(cost_op(g, bn, split_c, cl).collectives.value == 0);
@@ -305,4 +314,34 @@ TEST_CASE("recompute working set: a recomputed op of a repeat is charged its sav
     CHECK(re.memory().value == doctest::Approx(re.param_state.value + re.recompute_working.value));
   }
   CHECK(checked > 5);
+}
+
+TEST_CASE("Korthikanti's closed forms hold exactly (==) at the 22B shape, t = 8") {
+  // Korthikanti et al. 2022, Table 3's 22B widths: s 2048, h 6144, a 64 (batch 8, so
+  // that 8-way data parallelism divides it below); two layers are enough. Every term is an integer below 2^53, so the sums are exact
+  // in double and the check is ==, not a tolerance (a missed term of any size fails).
+  constexpr index_t s = 2048, b = 8, h = 6144, a = 64, t = 8;
+  const op_graph g = lower<models::gpt<{.layers = 2, .hidden = h, .heads = a, .seq = s, .vocab = 51200, .batch = b}>>();
+  const cluster cl(device_mesh(1, t), gpus::a100_80gb);
+  const double sbh = double(s) * b * h, scores = 5.0 * a * s * s * b;
+  CHECK(layer_activations(g, configs_of(megatron(t, false), g, cl.mesh), cl, 1) == sbh * (10 + 24 / t) + scores / t);
+  CHECK(layer_activations(g, configs_of(megatron(t, true), g, cl.mesh), cl, 1) == sbh * 34 / t + scores / t);
+  CHECK(layer_activations(g, selective(configs_of(megatron(t, false), g, cl.mesh), g), cl, 1) == sbh * (10 + 24 / t));
+  CHECK(layer_activations(g, selective(configs_of(megatron(t, true), g, cl.mesh), g), cl, 1) == sbh * 34 / t);
+  CHECK(layer_activations(g, configs_of(megatron(t, false, true), g, cl.mesh), cl, 1) == 2 * sbh);
+  CHECK(layer_activations(g, configs_of(megatron(t, true, true), g, cl.mesh), cl, 1) == 2 * sbh / t);
+  // 16 bytes per parameter (bf16-mixed Adam) and ZeRO's 2P + 14P/Nd, exactly, on the
+  // replicated (t = 1) model over Nd = 8.
+  const auto facts = analyze(g);
+  const double P = g.parameter_count();
+  double whole = 0, sharded = 0;
+  strategy dp;
+  dp.shard_optimizer = true;
+  const auto cfg = configs_of(dp, g, cl.mesh);
+  for (std::size_t i = 0; i < g.ops.size(); ++i) {
+    whole += cost_op(g, int(i), op_config{}, cl, {}, facts[i]).param_state.value;
+    sharded += cost_op(g, int(i), cfg[i], cl, {}, facts[i]).param_state.value;
+  }
+  CHECK(whole == 16 * P);
+  CHECK(sharded == 2 * P + 14 * P / 8);
 }

@@ -1,10 +1,13 @@
 // cost/published_runs: the cost model against published measurements of real runs.
-// Every row's strategy is evaluated with evaluate_spec on the row's GPT and cluster;
-// predicted / measured step time is printed per row, every row must be within 15 %
-// and the median |error| within 5 %. Errors on rows used to fit a constant (none at
-// present) and on the other rows are reported separately; the 22B pair also checks
-// the predicted full / selective+SP speed-up against the measured one (5 %).
+// Every row's strategy is evaluated with evaluate_spec on the row's model and
+// cluster; predicted / measured step time is printed per row, every row must be
+// within 15 % and the median |error| within 5 %. Errors on rows used to fit a
+// constant (none at present), on the other rows and on the confirmed rows alone are
+// reported separately; the 22B pair also checks the predicted full / selective+SP
+// speed-up against the measured one (5 %). The runs outside the model are evaluated
+// and printed, held to nothing.
 #include <tensoropt/cost/published_runs.hpp>
+#include <tensoropt/models/cnn.hpp>
 #include <tensoropt/models/gpt.hpp>
 #include <tensoropt/plan/strategy_spec.hpp>
 #include <doctest/doctest.h>
@@ -17,7 +20,15 @@
 using namespace tensoropt;
 
 namespace {
+/// ResNet-50 at 12288 images (a multiple of every row's batch), cut to a row's batch
+/// by with_batch.
+const op_graph& resnet50_12288() {
+  static const op_graph g = lower<models::wide_resnet<50, 64, 1, 12288, "resnet50">>();
+  return g;
+}
+
 op_graph graph_of(const published_run& r) {
+  if (r.model == published_model::resnet50) return with_batch(resnet50_12288(), r.global_batch);
   models::gpt_config c;
   c.layers = r.layers;
   c.hidden = r.hidden;
@@ -25,7 +36,8 @@ op_graph graph_of(const published_run& r) {
   c.seq = r.seq;
   c.vocab = r.vocab;
   c.batch = r.global_batch;
-  return lower_transformer(c, models::transformer_kind::gpt);
+  return lower_transformer(c, r.model == published_model::bert ? models::transformer_kind::bert
+                                                                 : models::transformer_kind::gpt);
 }
 
 double predicted_seconds(const published_run& r, index_t micro_batches = 0) {
@@ -33,26 +45,42 @@ double predicted_seconds(const published_run& r, index_t micro_batches = 0) {
   build_options bo;
   bo.micro_batches = micro_batches ? micro_batches : r.micro_batches();
   bo.attention = r.attention;
+  bo.local_batch_norm = r.local_batch_norm;
   return evaluate_spec(parse_strategy_spec(r.strategy), graph_of(r), cl, bo).time;
 }
+
+/// |a / b - 1| <= tol. (doctest::Approx adds a scale of 1 to its epsilon's base, so
+/// for values near 1 it accepts about twice the stated relative error.)
+bool within(double a, double b, double tol) { return std::abs(a / b - 1) <= tol; }
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
+
+void check_well_formed(const published_run& r) {
+  CAPTURE(r.name);
+  CHECK(r.gpus() > 0);
+  CHECK(r.gpus() % r.tp() == 0);
+  CHECK(r.micro_batch > 0);
+  CHECK(r.replicas() * r.micro_batch * r.micro_batches() == r.global_batch);
+  if (r.transformer()) {
+    CHECK(r.heads > 0);
+    CHECK(r.hidden % r.heads == 0);
+  }
+  CHECK(!r.source.empty());
+  CHECK((r.confirmed || !r.note.empty()));  // an unconfirmed row says what is missing
+  CHECK(measured_seconds(r) > 0);
+  CHECK(r.strategy.find("pp") == std::string_view::npos);
+}
 }  // namespace
 
 TEST_CASE("published runs: the table is well formed") {
-  for (const auto& r : published_runs) {
-    CAPTURE(r.name);
-    CHECK(r.gpus() > 0);
-    CHECK(r.gpus() % r.tp() == 0);
-    CHECK(r.replicas() * r.micro_batch * r.micro_batches() == r.global_batch);
-    CHECK(r.hidden % r.heads == 0);
-    CHECK(!r.source.empty());
-    CHECK(measured_seconds(r) > 0);
-    CHECK(r.strategy.find("pp") == std::string_view::npos);
+  for (const auto& r : published_runs) check_well_formed(r);
+  for (const auto& r : unmodelled_runs) {
+    check_well_formed(r);
+    CHECK(!r.note.empty());  // the reason it is outside the model
   }
 }
 
@@ -62,21 +90,29 @@ TEST_CASE("published runs: Megatron's FLOPs formula reproduces the published MFU
   const auto& r = published_runs[5];
   REQUIRE(r.name == "korthikanti-22b-selective-sp");
   const double mfu = 0.75 * megatron_flops_with_recompute(r) / (measured_seconds(r) * r.gpus() * 312e12);
-  CHECK(mfu == doctest::Approx(0.415).epsilon(0.005));
+  CHECK(within(mfu, 0.415, 0.005));
   // Narayanan et al. Table 1: 137 TFLOP/s per GPU is 44 % of the A100's 312.
-  CHECK(published_runs[0].reported / 312 == doctest::Approx(0.44).epsilon(0.01));
+  CHECK(within(published_runs[0].reported / 312, 0.44, 0.01));
+  // Megatron-LM v1.0: 62.4 TFLOP/s at 1288 ms; eq. 3 without the logit term gives
+  // 82.5 TFLOP for the assumed 1.2B shape, 2.5 % above 62.4 x 1.288 = 80.4: the
+  // shape is plausible, not confirmed (the row says so).
+  const auto& v = published_runs[6];
+  REQUIRE(v.name == "megatron-v1-1.2b-v100");
+  const double eq3_no_logits = 96.0 * 8 * 1024 * 40 * 1536.0 * 1536 * (1 + 1024.0 / (6 * 1536));
+  CHECK(within(eq3_no_logits / (62.4e12 * measured_seconds(v)), 1.0, 0.03));
 }
 
 TEST_CASE("published runs: predicted step time within 15 %, median within 5 %") {
-  std::vector<double> fit_err, check_err, all_err;
+  std::vector<double> fit_err, check_err, confirmed_err, all_err;
   std::printf("%-30s %10s %10s %8s %s\n", "run", "measured", "predicted", "error", "rows");
   for (const auto& r : published_runs) {
     CAPTURE(r.name);
     const double meas = measured_seconds(r), pred = predicted_seconds(r);
     const double err = (pred - meas) / meas;
-    std::printf("%-30s %9.3fs %9.3fs %+7.1f%% %s\n", std::string(r.name).c_str(), meas, pred, 100 * err,
-                r.fit_row ? "fit" : "check");
+    std::printf("%-30s %9.3fs %9.3fs %+7.1f%% %s%s\n", std::string(r.name).c_str(), meas, pred, 100 * err,
+                r.fit_row ? "fit" : "check", r.confirmed ? "" : ", unconfirmed");
     (r.fit_row ? fit_err : check_err).push_back(std::abs(err));
+    if (r.confirmed) confirmed_err.push_back(std::abs(err));
     all_err.push_back(std::abs(err));
     CHECK(std::abs(err) <= 0.15);
   }
@@ -90,8 +126,76 @@ TEST_CASE("published runs: predicted step time within 15 %, median within 5 %") 
   };
   report("fit", fit_err);
   report("check", check_err);
+  report("confirmed", confirmed_err);
+  // Signed mean error per device preset: a bias shared by a device's rows points at
+  // its efficiency figures rather than at one model's terms.
+  for (const auto* d : gpus::all) {
+    double sum = 0;
+    int n = 0;
+    for (const auto& r : published_runs)
+      if (r.device == d->name) {
+        sum += (predicted_seconds(r) - measured_seconds(r)) / measured_seconds(r);
+        ++n;
+      }
+    if (n) std::printf("%s: %d rows, mean signed error %+.1f%%\n", std::string(d->name).c_str(), n, 100 * sum / n);
+  }
   REQUIRE(!all_err.empty());
   CHECK(median(all_err) <= 0.05);
+}
+
+TEST_CASE("published runs: the runs outside the model, printed") {
+  // Not held to the tolerance: each row's note says what the model lacks. Printed so
+  // the gap stays visible; the test only checks that every row evaluates.
+  for (const auto& r : unmodelled_runs) {
+    CAPTURE(r.name);
+    const double meas = measured_seconds(r), pred = predicted_seconds(r);
+    CHECK(pred > 0);
+    std::printf("%-30s %9.3fs %9.3fs %+7.1f%% outside: %s\n", std::string(r.name).c_str(), meas, pred,
+                100 * (pred - meas) / meas, std::string(r.note).c_str());
+  }
+}
+
+TEST_CASE("published runs: data-parallel scaling of ResNet-50, N-GPU step over 1-GPU step") {
+  // Same stack, same per-GPU batch, 1 and N GPUs: the ratio of step times cancels the
+  // stack's kernel efficiency and leaves what data parallelism adds (gradient
+  // all-reduce, not overlapped in the model). MXNet's 8-GPU runs are held to 5 %,
+  // like the 22B recompute ratio. Printed, not held: PyTorch's (their 8-GPU loss is
+  // the host-side input pipeline, file comment) and the DGX-2's 16 GPUs, where the
+  // model under-predicts the growth from 8 to 16 GPUs (measured +5.8 %, predicted
+  // +2.4 %: the 16-GPU ratio is 5.7 % low) for a reason not yet found.
+  const auto find = [](std::string_view name) -> const published_run& {
+    for (const auto& r : unmodelled_runs)
+      if (r.name == name) return r;
+    for (const auto& r : published_runs)
+      if (r.name == name) return r;
+    FAIL("no row " << name);
+    return published_runs[0];
+  };
+  struct pair {
+    std::string_view one, many;
+    bool held;
+  };
+  const pair pairs[] = {
+      {"mxnet-resnet50-a100-80gb", "mxnet-resnet50-a100-80gb-x8", true},
+      {"mxnet-resnet50-v100-16gb", "mxnet-resnet50-v100-16gb-x8", true},
+      {"mxnet-resnet50-dgx2-v100-32gb", "mxnet-resnet50-dgx2-v100-32gb-x8", true},
+      {"mxnet-resnet50-dgx2-v100-32gb", "mxnet-resnet50-dgx2-v100-32gb-x16", false},
+      {"resnet50-a100-80gb", "resnet50-a100-80gb-x8", false},
+      {"resnet50-v100-16gb", "resnet50-v100-16gb-x8", false},
+      {"resnet50-v100-32gb", "resnet50-v100-32gb-x8", false},
+  };
+  for (const auto& p : pairs) {
+    const auto& a = find(p.one);
+    const auto& b = find(p.many);
+    CAPTURE(b.name);
+    REQUIRE(a.micro_batch == b.micro_batch);  // same per-GPU batch
+    REQUIRE(a.device == b.device);
+    const double measured = measured_seconds(b) / measured_seconds(a);
+    const double predicted = predicted_seconds(b) / predicted_seconds(a);
+    std::printf("%-34s / 1 GPU: measured %.3f, predicted %.3f (%+.1f%%)%s\n", std::string(b.name).c_str(), measured,
+                predicted, 100 * (predicted - measured) / measured, p.held ? "" : ", not held");
+    if (p.held) CHECK(within(predicted, measured, 0.05));
+  }
 }
 
 TEST_CASE("published runs: sensitivity to the assumed micro-batch size") {
@@ -119,5 +223,5 @@ TEST_CASE("published runs: the recomputation saving of Korthikanti et al. (22B)"
   const double measured = measured_seconds(full) / measured_seconds(sel);
   const double predicted = predicted_seconds(full) / predicted_seconds(sel);
   std::printf("22B full / selective+sp: measured %.3f, predicted %.3f\n", measured, predicted);
-  CHECK(predicted == doctest::Approx(measured).epsilon(0.05));
+  CHECK(within(predicted, measured, 0.05));
 }

@@ -33,7 +33,10 @@
 //  - Own collectives: a partial output that no op reads (the loss) is all-reduced
 //    in place; softmax cross-entropy with its class dim split all-reduces two
 //    floats per sample; batch norm with b, h or w split all-reduces two floats
-//    per channel in forward and in backward. Other partial outputs are resolved by
+//    per channel in forward and in backward (global statistics, what the runtime
+//    computes; cost_options::local_batch_norm drops them for stacks that keep
+//    per-device statistics, e.g. PyTorch DDP or MXNet data parallelism without
+//    SyncBN). Other partial outputs are resolved by
 //    the consuming edge's redistribution and are not charged here.
 //  - Gradient sync: for each parameter the op owns (the first op listing it), over
 //    the devices that replicate it: all-reduce of its local gradient, or under
@@ -90,6 +93,9 @@ struct cost_options {
   /// (the CPU runtime) instead of kept: dropout ops keep nothing, a materialized
   /// attention core keeps its softmax output only (P elements, not 2P + a mask).
   bool regenerate_dropout = false;
+  /// Batch norm keeps per-device statistics (no all-reduce of its moments): a switch
+  /// of the software stack for published runs; the runtime computes global ones.
+  bool local_batch_norm = false;
   constexpr bool operator==(const cost_options&) const = default;
 };
 
@@ -288,7 +294,7 @@ constexpr op_cost cost_op(const op_graph& g, int i, const op_config& c, const cl
         coll += all_reduce(cg, bytes(2 * 4 * pts / (double(op.dims[cls].extent) / double(c.total_degree(int(cls))))),
                            cl).value;
     }
-    if (op.kind == op_kind::batch_norm && op.dims.size() == 4) {
+    if (op.kind == op_kind::batch_norm && op.dims.size() == 4 && !o.local_batch_norm) {
       const comm_group sg = detail::split_group(c, 0b1101u, 4);
       if (sg.size() > 1) {
         const double ch = double(op.dims[1].extent) / double(c.total_degree(1));

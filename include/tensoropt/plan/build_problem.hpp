@@ -29,7 +29,10 @@ struct build_options {
   bool drop_dominated = true;
   attention_kernel attention = attention_kernel::materialized;  ///< how attention cores run
   bool regenerate_dropout = false;  ///< see cost_options (true for the CPU runtime)
-  constexpr cost_options cost() const { return {prec, micro_batches, attention, regenerate_dropout}; }
+  bool local_batch_norm = false;    ///< see cost_options (published runs without SyncBN)
+  constexpr cost_options cost() const {
+    return {prec, micro_batches, attention, regenerate_dropout, local_batch_norm};
+  }
 };
 
 /// The problem and what each of its configs means.
