@@ -191,3 +191,19 @@ TEST_CASE("pipeline: checkpoints move between pipeline degrees") {
   }
   std::remove(path.c_str());
 }
+
+TEST_CASE("pipeline: a checkpoint of another model is refused, naming a stage") {
+  const auto g = to::lower<gpt>();
+  const auto m = to::lower<mlp>();
+  const std::string path = "trainer_pipeline_test_other.ckpt";
+  {
+    rt::local_world w1(1);
+    rt::trainer t1(m, data_parallel(m, 1), w1);
+    t1.save(path);
+  }
+  rt::local_world world(2);
+  rt::pipeline_trainer tr(g, pipeline(g, 2, 2, data_parallel(g, 1, 2)), world);
+  CHECK_THROWS_WITH_AS(tr.load(path), doctest::Contains("is of another model"), to::format_error);
+  CHECK_THROWS_WITH_AS(tr.load(path), doctest::Contains("pipeline stage "), to::format_error);
+  std::remove(path.c_str());
+}

@@ -139,7 +139,8 @@ class pipeline_stage {
     return v;
   }
 
-  /// Runs f, rethrowing its failure as this stage's.
+  /// Runs f, rethrowing its failure as this stage's (invalid_argument and
+  /// format_error keep their type; anything else becomes runtime_error).
   template <class F>
   void guard(F&& f) {
     const std::string who = "pipeline stage " + std::to_string(stage_) + " (ranks " + std::to_string(first_rank(stage_)) +
@@ -148,6 +149,8 @@ class pipeline_stage {
       f();
     } catch (const invalid_argument& e) {
       throw invalid_argument(who + e.what());
+    } catch (const format_error& e) {  // a checkpoint that does not fit
+      throw format_error(who + e.what());
     } catch (const std::exception& e) {
       throw runtime_error(who + e.what());
     }
