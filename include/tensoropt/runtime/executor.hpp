@@ -56,7 +56,6 @@ using tensoropt::training_plan;
 /// whole (global) input tensor in row-major order (integer ids as exact floats).
 using batch = std::vector<std::vector<float>>;
 
-
 class executor {
  public:
   executor(const executor&) = delete;  // buffers point at this device's memory_stats
@@ -177,8 +176,9 @@ class executor {
   /// tensors made in the range and read by an op after it; both in tensor order.
   const std::vector<int>& boundary_inputs() const { return bin_; }
   const std::vector<int>& boundary_outputs() const { return bout_; }
-  /// Starts a step on global batch `b` (kept until finish_step).
+  /// Starts a step on global batch `b` (drops what a failed step left in flight).
   void begin_step(const batch& b) {
+    inflight_.clear();
     check_batch(b);
     be_->bind();
     be_->reset_peak();
