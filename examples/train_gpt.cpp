@@ -303,8 +303,16 @@ int main(int argc, char** argv) {
       std::printf("%d local devices on %u hardware threads; %d steps per point (median step time)\n", devices,
                   std::thread::hardware_concurrency(), steps);
       std::printf("memory target: measured peak within -10 %% .. +5 %% of predicted; time: ranking preserved\n");
-      std::printf("%-6s %3s %10s %10s %8s %10s %10s %8s %7s\n", "point", "k", "pred ms", "meas ms", "ratio",
-                  "pred MiB", "meas MiB", "mem err", "target");
+      std::printf("%-6s %3s %10s %10s %8s %10s %10s %8s %7s  %s\n", "point", "k", "pred ms", "meas ms", "ratio",
+                  "pred MiB", "meas MiB", "mem err", "target", "peak at (measured / predicted)");
+      // where a device peaked: memory_stats' site (op j's forward j, its backward ops + j, the update 2 ops)
+      const auto site_name = [&](int site) -> std::string {
+        const int ops = int(g.ops.size());
+        if (site < 0) return "-";
+        if (site >= 2 * ops) return "update";
+        const bool bwd = site >= ops;
+        return std::string(g.ops[std::size_t(bwd ? site - ops : site)].name) + (bwd ? " bwd" : " fwd");
+      };
       std::vector<double> pred_t, meas_t;
       int missed = 0;
       const std::size_t n = pf.size();
@@ -316,22 +324,29 @@ int main(int argc, char** argv) {
         rt::trainer t(g, p.training_plan(), w, adam);
         std::vector<double> dt;
         std::int64_t peak = 0;
+        int peak_site = -1;
         for (int s = 0; s <= steps; ++s) {
           const auto b = make_batch(text, model, s);
           const auto t0 = std::chrono::steady_clock::now();
           t.step(b);
           if (s > 0) dt.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-          for (auto& m : t.memory()) peak = std::max(peak, m.peak);
+          for (auto& m : t.memory())
+            if (m.peak >= peak) peak = m.peak, peak_site = m.peak_site;
         }
         std::sort(dt.begin(), dt.end());
         const double meas = dt[dt.size() / 2], pred = p.time() / 1_s;
         pred_t.push_back(pred);
         meas_t.push_back(meas);
-        const double predicted = predicted_peak_of(p.op_configs(), p.micro_batches());
+        auto bo = po.build;
+        bo.micro_batches = p.micro_batches();
+        const auto pk = to::predicted_peak(to::with_batch(g, g.batch / p.micro_batches()), p.op_configs(), cl, bo);
+        const double predicted = pk.peak();
         const double err = double(peak) / predicted - 1;
-        std::printf("#%-5zu %3d %10.3f %10.3f %7.2fx %10.3f %10.3f %+7.1f%% %7s\n", i, p.micro_batches(),
+        const int ops = int(g.ops.size());
+        std::printf("#%-5zu %3d %10.3f %10.3f %7.2fx %10.3f %10.3f %+7.1f%% %7s  %s / %s\n", i, p.micro_batches(),
                     1e3 * pred, 1e3 * meas, meas / pred, predicted / 1048576, to::from_byte_count(peak) / 1_MiB,
-                    100 * err, err <= 0.05 && err >= -0.10 ? "met" : "MISSED");
+                    100 * err, err <= 0.05 && err >= -0.10 ? "met" : "MISSED", site_name(peak_site).c_str(),
+                    site_name(pk.op < 0 ? 2 * ops : pk.op + (pk.backward ? ops : 0)).c_str());
         missed += !(err <= 0.05 && err >= -0.10);
       }
       int inversions = 0;

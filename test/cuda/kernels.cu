@@ -137,6 +137,9 @@ void layer_norm(context& c) {
   kc::layer_norm_forward<T>(c.s, dxin.data(), dgain.data(), dbias.data(), dyy.data(), dstat.data(), rows, h);
   harness::close<T>("layer norm forward", dyy.get(), y);
   harness::close("layer norm statistics (fp32)", dstat.get(), stat, 1e-5, 1e-6);
+  darray<float> dstat2(stat.size());  // what backward recomputes: the same bits as forward's
+  kc::layer_norm_stats<T>(c.s, dxin.data(), dstat2.data(), rows, h);
+  harness::same_bits("layer norm statistics recomputed", dstat2.get(), dstat.get());
   kc::layer_norm_backward<T>(c.s, dxin.data(), dgain.data(), dstat.data(), ddy.data(), ddx.data(), ddg.data(),
                              ddb.data(), rows, h, ws.data());
   harness::close<T>("layer norm dx", ddx.get(), dx);

@@ -180,6 +180,48 @@ TEST_CASE("batch norm: one extra input pass forward, two backward") {
   CHECK(cost_op(gb.g, bn, op_config{}, cl).compute.value == doctest::Approx((one_pass + X + 2 * one_pass + 2 * X) / 1e9));
 }
 
+TEST_CASE("fused batch norm + ReLU: no relu or add kernels, the mask read and the addend's traffic") {
+  // x -> bn1 -> relu1 -> bn2 -> add(bn2, x) -> relu2, and relu0 reading x directly.
+  testing::graph_builder gb;
+  gb.g.batch = 8;
+  const index_t b = 8, c = 64, y = 16, x = 16;
+  const std::vector<op_dim> dims = {{"b", b, true, true}, {"c", c}, {"y", y}, {"x", x}};
+  using gbm = testing::graph_builder;
+  const int in = gb.op("input", op_kind::input, dims, {}, {}, {b, c, y, x}, {0, 1, 2, 3}, 0, 0, {});
+  const auto bn_of = [&](const std::string& name, int from) {
+    const int gamma = gb.tensor(name + ".gamma", {c}, true), beta = gb.tensor(name + ".beta", {c}, true);
+    return gb.op(name, op_kind::batch_norm, dims, {gbm::map(gb.out(from), {0, 1, 2, 3})},
+                 {gbm::map(gamma, {1}), gbm::map(beta, {1})}, {b, c, y, x}, {0, 1, 2, 3}, 8, 16, {});
+  };
+  const auto relu_of = [&](const std::string& name, int from) {
+    return gb.op(name, op_kind::relu, dims, {gbm::map(gb.out(from), {0, 1, 2, 3})}, {}, {b, c, y, x},
+                 {0, 1, 2, 3}, 1, 1, {});
+  };
+  const int bn1 = bn_of("bn1", in);
+  const int relu1 = relu_of("relu1", bn1);
+  const int bn2 = bn_of("bn2", relu1);
+  const int add = gb.op("add", op_kind::add, dims,
+                        {gbm::map(gb.out(bn2), {0, 1, 2, 3}), gbm::map(gb.out(in), {0, 1, 2, 3})}, {},
+                        {b, c, y, x}, {0, 1, 2, 3}, 1, 0, {});
+  const int relu2 = relu_of("relu2", add);
+  const int relu0 = relu_of("relu0", in);
+  const op_graph& g = gb.g;
+  const device d = device::calibrated("t", flop_rate(1e15), gb_per_s(1), bytes(80 * gib), seconds(0));
+  const cluster cl(device_mesh(1, 1), d);
+  cost_options plain, fused;
+  fused.fused_bn_relu = true;
+  const double X = double(b * c * y * x) * 2;  // one activation tensor, bytes
+  const auto t = [&](int op, const cost_options& o) { return cost_op(g, op, op_config{}, cl, o).compute.value; };
+  CHECK(t(relu1, plain) > 0);
+  CHECK(t(relu1, fused) == 0);
+  CHECK(t(relu2, fused) == 0);
+  CHECK(t(relu0, fused) == doctest::Approx(t(relu0, plain)));  // reads the input: no batch norm to fuse into
+  CHECK(t(add, fused) == doctest::Approx(2 * X / 1e9));          // the addend read + its gradient written
+  CHECK(t(add, plain) == doctest::Approx(9 * X / 1e9));          // 3 tensors forward, twice that backward
+  CHECK(t(bn1, fused) == doctest::Approx(t(bn1, plain) + X / 1e9));  // the ReLU mask read in backward
+  CHECK(t(bn2, fused) == doctest::Approx(t(bn2, plain) + X / 1e9));
+}
+
 TEST_CASE("op time: roofline, launch overhead, gradient sync, micro-batches") {
   const op_graph g = testing::mlp(64, {1024, 4096});
   const op_node& fc = g.ops[1];

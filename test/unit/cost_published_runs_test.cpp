@@ -5,7 +5,8 @@
 // constant (none at present), on the other rows and on the confirmed rows alone are
 // reported separately; the 22B pair also checks the predicted full / selective+SP
 // speed-up against the measured one (5 %). The runs outside the model are evaluated
-// and printed, held to nothing.
+// and printed, held to nothing, except what explains them: the BERT phase-2 rows
+// must be over-predicted at the nominal 512 tokens and not at the binned bound.
 #include <tensoropt/cost/published_runs.hpp>
 #include <tensoropt/models/cnn.hpp>
 #include <tensoropt/models/gpt.hpp>
@@ -27,26 +28,48 @@ const op_graph& resnet50_12288() {
   return g;
 }
 
-op_graph graph_of(const published_run& r) {
+/// The row's graph; `seq` > 0 replaces a transformer row's sequence length.
+op_graph graph_of(const published_run& r, index_t seq = 0) {
   if (r.model == published_model::resnet50) return with_batch(resnet50_12288(), r.global_batch);
   models::gpt_config c;
   c.layers = r.layers;
   c.hidden = r.hidden;
   c.heads = r.heads;
-  c.seq = r.seq;
+  c.seq = seq ? seq : r.seq;
   c.vocab = r.vocab;
   c.batch = r.global_batch;
   return lower_transformer(c, r.model == published_model::bert ? models::transformer_kind::bert
                                                                  : models::transformer_kind::gpt);
 }
 
-double predicted_seconds(const published_run& r, index_t micro_batches = 0) {
-  const cluster cl(device_mesh(r.nodes, r.gpus_per_node), gpus::find(r.device));
+/// `no_latency`: the links' per-message latency set to 0 (collectives as few fused
+/// calls would cost, e.g. Horovod's tensor fusion, instead of one per parameter).
+spec_evaluation evaluate_row(const published_run& r, index_t micro_batches = 0, index_t seq = 0,
+                             bool no_latency = false) {
+  device d = gpus::find(r.device);
+  if (no_latency) d.nvlink.latency = d.network.latency = seconds(0);
+  const cluster cl(device_mesh(r.nodes, r.gpus_per_node), d);
   build_options bo;
   bo.micro_batches = micro_batches ? micro_batches : r.micro_batches();
   bo.attention = r.attention;
   bo.local_batch_norm = r.local_batch_norm;
-  return evaluate_spec(parse_strategy_spec(r.strategy), graph_of(r), cl, bo).time;
+  bo.fused_bn_relu = r.fused_bn_relu;
+  return evaluate_spec(parse_strategy_spec(r.strategy), graph_of(r, seq), cl, bo);
+}
+
+double predicted_seconds(const published_run& r, index_t micro_batches = 0) {
+  return evaluate_row(r, micro_batches).time;
+}
+
+/// The prediction with BERT's MLM head and loss run on r.mlm_predictions of the
+/// r.seq tokens (dense_sequence_output) instead of all: their share of the
+/// breakdown scaled by mlm_predictions / seq (the head is per token).
+double predicted_dense_head_seconds(const published_run& r) {
+  const auto e = evaluate_row(r);
+  double head = 0;
+  for (const auto& o : e.ops)
+    if (o.name.rfind("head.", 0) == 0 || o.name == "loss") head += o.time;
+  return e.time - head * (1 - double(r.mlm_predictions) / double(r.seq));
 }
 
 /// |a / b - 1| <= tol. (doctest::Approx adds a scale of 1 to its epsilon's base, so
@@ -82,6 +105,34 @@ TEST_CASE("published runs: the table is well formed") {
     check_well_formed(r);
     CHECK(!r.note.empty());  // the reason it is outside the model
   }
+  for (const auto& r : fused_stack_runs) {
+    check_well_formed(r);
+    CHECK(r.fused_bn_relu);  // the stack's switch, from its runner
+  }
+}
+
+TEST_CASE("published runs: the MXNet fused batch-norm stack, each row within 15 %") {
+  // The runner fuses BN + ReLU and BN + add + ReLU (switch fused_bn_relu): each row
+  // is held to 15 %; the median is printed, not held (file comment: the rows stay out
+  // of the main table's median). Without the switch the V100 rows are 18-27 % slow,
+  // printed to show what the switch changes.
+  std::vector<double> err;
+  for (const auto& r : fused_stack_runs) {
+    CAPTURE(r.name);
+    const double meas = measured_seconds(r), pred = predicted_seconds(r);
+    published_run unfused = r;
+    unfused.fused_bn_relu = false;
+    const double plain = predicted_seconds(unfused);
+    CHECK(pred < plain);
+    std::printf("%-34s %9.3fs %9.3fs %+7.1f%% (unfused: %+7.1f%%)\n", std::string(r.name).c_str(), meas, pred,
+                100 * (pred - meas) / meas, 100 * (plain - meas) / meas);
+    CHECK(std::abs(pred - meas) / meas <= 0.15);
+    err.push_back(std::abs(pred - meas) / meas);
+  }
+  std::printf("fused-stack rows: %zu, median |error| %.1f%%\n", err.size(), 100 * median(err));
+  for (const auto& r : published_runs)
+    err.push_back(std::abs(predicted_seconds(r) - measured_seconds(r)) / measured_seconds(r));
+  std::printf("main table with them: %zu rows, median |error| %.1f%% (not held)\n", err.size(), 100 * median(err));
 }
 
 TEST_CASE("published runs: Megatron's FLOPs formula reproduces the published MFU") {
@@ -155,16 +206,67 @@ TEST_CASE("published runs: the runs outside the model, printed") {
   }
 }
 
+TEST_CASE("published runs: BERT phase 2, binned sequences") {
+  // Phase 2 pads each batch only to its 64-token length bin and more than half the
+  // tokens of the padded-to-512 data are padding (file comment): the mean tokens
+  // computed per nominal sequence are at most computed_seq_bound. The model must
+  // over-predict at the nominal 512 (the symptom) and must not over-predict at the
+  // bound (binning explains the over-prediction); the length at which the model
+  // meets the measurement is printed (bisection on the sequence length).
+  int rows = 0;
+  for (const auto& r : unmodelled_runs) {
+    if (r.computed_seq_bound == 0) continue;
+    CAPTURE(r.name);
+    ++rows;
+    REQUIRE(r.computed_seq_bound < r.seq);
+    const double meas = measured_seconds(r);
+    const double nominal = predicted_seconds(r);
+    const double at_bound = evaluate_row(r, 0, r.computed_seq_bound).time;
+    CHECK(nominal > meas);
+    CHECK(at_bound < meas);
+    index_t lo = 64, hi = r.seq;  // prediction(lo) < meas < prediction(hi)
+    while (hi - lo > 4) {
+      const index_t mid = (lo + hi) / 2;
+      (evaluate_row(r, 0, mid).time < meas ? lo : hi) = mid;
+    }
+    std::printf("%-30s at %d tokens: %+7.1f%%, at %lld: %+7.1f%%; model meets the measurement at %lld-%lld tokens\n",
+                std::string(r.name).c_str(), int(r.seq), 100 * (nominal - meas) / meas,
+                static_cast<long long>(r.computed_seq_bound), 100 * (at_bound - meas) / meas,
+                static_cast<long long>(lo), static_cast<long long>(hi));
+  }
+  CHECK(rows == 4);
+}
+
+TEST_CASE("published runs: BERT with the MLM head on the masked positions only") {
+  // dense_sequence_output (the source's default) runs the MLM head and loss on 20 of
+  // 128 (80 of 512) tokens; the lowering runs them on all. Printed: the error at
+  // seq 128 grows by the head's share, so the head is not the missing time.
+  for (const auto& r : unmodelled_runs) {
+    if (r.mlm_predictions == 0) continue;
+    CAPTURE(r.name);
+    REQUIRE(r.mlm_predictions < r.seq);
+    const double meas = measured_seconds(r), full = predicted_seconds(r), dense = predicted_dense_head_seconds(r);
+    CHECK(dense < full);
+    std::printf("%-30s head on every token: %+7.1f%%, on %lld masked positions: %+7.1f%%\n",
+                std::string(r.name).c_str(), 100 * (full - meas) / meas, static_cast<long long>(r.mlm_predictions),
+                100 * (dense - meas) / meas);
+  }
+}
+
 TEST_CASE("published runs: data-parallel scaling of ResNet-50, N-GPU step over 1-GPU step") {
   // Same stack, same per-GPU batch, 1 and N GPUs: the ratio of step times cancels the
   // stack's kernel efficiency and leaves what data parallelism adds (gradient
-  // all-reduce, not overlapped in the model). MXNet's 8-GPU runs are held to 5 %,
-  // like the 22B recompute ratio. Printed, not held: PyTorch's (their 8-GPU loss is
-  // the host-side input pipeline, file comment) and the DGX-2's 16 GPUs, where the
-  // model under-predicts the growth from 8 to 16 GPUs (measured +5.8 %, predicted
-  // +2.4 %: the 16-GPU ratio is 5.7 % low) for a reason not yet found.
+  // all-reduce, not overlapped in the model). MXNet's 8- and 16-GPU runs are held to
+  // 5 %, like the 22B recompute ratio (with the stack's fused batch norm the DGX-2's
+  // 16-GPU ratio is 4 % low; unfused it was 5.7 % low). Printed, not held:
+  // PyTorch's (their 8-GPU loss is the host-side input pipeline, file comment).
+  // Also printed: the ratio without per-message link latency, i.e. with the
+  // gradient all-reduce as a few fused calls: the held match rests on the model's
+  // one all-reduce per parameter (file comment).
   const auto find = [](std::string_view name) -> const published_run& {
     for (const auto& r : unmodelled_runs)
+      if (r.name == name) return r;
+    for (const auto& r : fused_stack_runs)
       if (r.name == name) return r;
     for (const auto& r : published_runs)
       if (r.name == name) return r;
@@ -179,7 +281,8 @@ TEST_CASE("published runs: data-parallel scaling of ResNet-50, N-GPU step over 1
       {"mxnet-resnet50-a100-80gb", "mxnet-resnet50-a100-80gb-x8", true},
       {"mxnet-resnet50-v100-16gb", "mxnet-resnet50-v100-16gb-x8", true},
       {"mxnet-resnet50-dgx2-v100-32gb", "mxnet-resnet50-dgx2-v100-32gb-x8", true},
-      {"mxnet-resnet50-dgx2-v100-32gb", "mxnet-resnet50-dgx2-v100-32gb-x16", false},
+      {"mxnet-resnet50-dgx2-v100-32gb", "mxnet-resnet50-dgx2-v100-32gb-x16", true},
+      {"mxnet2210-resnet50-a100-80gb", "mxnet2210-resnet50-a100-80gb-x8", true},
       {"resnet50-a100-80gb", "resnet50-a100-80gb-x8", false},
       {"resnet50-v100-16gb", "resnet50-v100-16gb-x8", false},
       {"resnet50-v100-32gb", "resnet50-v100-32gb-x8", false},
@@ -192,8 +295,11 @@ TEST_CASE("published runs: data-parallel scaling of ResNet-50, N-GPU step over 1
     REQUIRE(a.device == b.device);
     const double measured = measured_seconds(b) / measured_seconds(a);
     const double predicted = predicted_seconds(b) / predicted_seconds(a);
-    std::printf("%-34s / 1 GPU: measured %.3f, predicted %.3f (%+.1f%%)%s\n", std::string(b.name).c_str(), measured,
-                predicted, 100 * (predicted - measured) / measured, p.held ? "" : ", not held");
+    const double fused_calls = evaluate_row(b, 0, 0, true).time / evaluate_row(a, 0, 0, true).time;
+    std::printf("%-34s / 1 GPU: measured %.3f, predicted %.3f (%+.1f%%)%s; without link latency %.3f\n",
+                std::string(b.name).c_str(), measured, predicted, 100 * (predicted - measured) / measured,
+                p.held ? "" : ", not held", fused_calls);
+    CHECK(fused_calls <= predicted);
     if (p.held) CHECK(within(predicted, measured, 0.05));
   }
 }

@@ -102,7 +102,7 @@ TEST_CASE("reference layer norm, attention, embedding and cross-entropy equal th
         ref::layer_norm_fwd(t.vec_of(t.in[0]), t.vec_of(t.par[0]), t.vec_of(t.par[1]), y, stat, rows, h, false);
         ref::layer_norm_bwd(t.vec_of(t.in[0]), t.vec_of(t.par[0]), stat, t.dy, dx, dg, db, rows, h, false);
         close("layer norm y", t.vec_of(t.y), y);
-        close("layer norm statistics", t.vec_of(t.st.saved[0]), stat);
+        CHECK(t.st.saved.empty());  // backward recomputes the statistics from the input
         close("layer norm dx", t.vec_of(t.din[0]), dx, 1e-5, 1e-5);
         close("layer norm dgain", t.vec_of(t.dpar[0]), dg, 1e-5, 1e-5);
         close("layer norm dbias", t.vec_of(t.dpar[1]), db, 1e-5, 1e-5);

@@ -17,28 +17,39 @@ using to::axis;
 using to::shape;
 using to::index_t;
 
-using mlp = to::model<"mlp", shape<axis<"b", 8>, axis<"i", 12>>,
-                      to::seq<to::linear<12, 16>, to::relu, to::linear<16, 16>, to::gelu, to::dropout<0.2>,
-                              to::linear<16, 8, "c">, to::softmax_cross_entropy<8>>>;
+/// The runtime test models over a global batch of B (the default batch is what the
+/// single-node tests use; runtime_two_level.hpp takes 16 so that 8-way data
+/// parallelism really splits it).
+template <to::index_t B = 8>
+using mlp_of = to::model<"mlp", shape<axis<"b", B>, axis<"i", 12>>,
+                         to::seq<to::linear<12, 16>, to::relu, to::linear<16, 16>, to::gelu, to::dropout<0.2>,
+                                 to::linear<16, 8, "c">, to::softmax_cross_entropy<8>>>;
+using mlp = mlp_of<8>;
 
 using gpt_block = to::seq<to::residual<to::seq<to::layer_norm<16>, to::attention<4, true, 0.1, 0.1>>>,
                           to::residual<to::seq<to::layer_norm<16>, to::linear<16, 32>, to::gelu, to::linear<32, 16>,
                                                to::dropout<0.1>>>>;
-using gpt = to::model<"gpt", to::ids<shape<axis<"b", 4>, axis<"s", 8>>>,
-                      to::seq<to::embedding<32, 16, true>, to::repeat<gpt_block, 2>, to::layer_norm<16>,
-                              to::tied_linear<32, "embed.weight">, to::softmax_cross_entropy<32>>>;
+template <to::index_t B = 4>
+using gpt_of = to::model<"gpt", to::ids<shape<axis<"b", B>, axis<"s", 8>>>,
+                         to::seq<to::embedding<32, 16, true>, to::repeat<gpt_block, 2>, to::layer_norm<16>,
+                                 to::tied_linear<32, "embed.weight">, to::softmax_cross_entropy<32>>>;
+using gpt = gpt_of<4>;
 
-using cnn = to::model<"cnn", shape<axis<"b", 4>, axis<"c", 3>, axis<"y", 8>, axis<"x", 8>>,
-                      to::seq<to::conv2d<3, 8, 3, 1, 1>, to::batch_norm<8>, to::relu,
-                              to::branches<to::merge::concat<"c">, to::conv2d<8, 4, 1, 1, 0, true>,
-                                           to::seq<to::conv2d<8, 4, 3, 1, 1>, to::relu>,
-                                           to::seq<to::avg_pool<3, 1, 1>, to::conv2d<8, 4, 1>>>,
-                              to::max_pool<2>, to::global_avg_pool, to::linear<12, 10, "k">,
-                              to::softmax_cross_entropy<10>>>;
+template <to::index_t B = 4>
+using cnn_of = to::model<"cnn", shape<axis<"b", B>, axis<"c", 3>, axis<"y", 8>, axis<"x", 8>>,
+                         to::seq<to::conv2d<3, 8, 3, 1, 1>, to::batch_norm<8>, to::relu,
+                                 to::branches<to::merge::concat<"c">, to::conv2d<8, 4, 1, 1, 0, true>,
+                                              to::seq<to::conv2d<8, 4, 3, 1, 1>, to::relu>,
+                                              to::seq<to::avg_pool<3, 1, 1>, to::conv2d<8, 4, 1>>>,
+                                 to::max_pool<2>, to::global_avg_pool, to::linear<12, 10, "k">,
+                                 to::softmax_cross_entropy<10>>>;
+using cnn = cnn_of<4>;
 
-using moe = to::model<"moe", shape<axis<"b", 4>, axis<"s", 8>, axis<"h", 8>>,
-                      to::seq<to::residual<to::moe<4, 16, 2, 2.0>>, to::linear<8, 6, "k">,
-                              to::softmax_cross_entropy<6>>>;
+template <to::index_t B = 4>
+using moe_of = to::model<"moe", shape<axis<"b", B>, axis<"s", 8>, axis<"h", 8>>,
+                         to::seq<to::residual<to::moe<4, 16, 2, 2.0>>, to::linear<8, 6, "k">,
+                                 to::softmax_cross_entropy<6>>>;
+using moe = moe_of<4>;
 
 /// Every legal config of an op on `n` devices (one level): degrees over splittable
 /// dims whose product divides n and each divides its extent.

@@ -23,24 +23,12 @@
 
 namespace rt_test {
 
-/// The runtime test models with a global batch of 16 (runtime_model_types.hpp has 4
-/// or 8, which 8-way data parallelism cannot split).
-using mlp16 = to::model<"mlp16", shape<axis<"b", 16>, axis<"i", 12>>,
-                        to::seq<to::linear<12, 16>, to::relu, to::linear<16, 16>, to::gelu, to::dropout<0.2>,
-                                to::linear<16, 8, "c">, to::softmax_cross_entropy<8>>>;
-using gpt16 = to::model<"gpt16", to::ids<shape<axis<"b", 16>, axis<"s", 8>>>,
-                        to::seq<to::embedding<32, 16, true>, to::repeat<gpt_block, 2>, to::layer_norm<16>,
-                                to::tied_linear<32, "embed.weight">, to::softmax_cross_entropy<32>>>;
-using cnn16 = to::model<"cnn16", shape<axis<"b", 16>, axis<"c", 3>, axis<"y", 8>, axis<"x", 8>>,
-                        to::seq<to::conv2d<3, 8, 3, 1, 1>, to::batch_norm<8>, to::relu,
-                                to::branches<to::merge::concat<"c">, to::conv2d<8, 4, 1, 1, 0, true>,
-                                             to::seq<to::conv2d<8, 4, 3, 1, 1>, to::relu>,
-                                             to::seq<to::avg_pool<3, 1, 1>, to::conv2d<8, 4, 1>>>,
-                                to::max_pool<2>, to::global_avg_pool, to::linear<12, 10, "k">,
-                                to::softmax_cross_entropy<10>>>;
-using moe16 = to::model<"moe16", shape<axis<"b", 16>, axis<"s", 8>, axis<"h", 8>>,
-                        to::seq<to::residual<to::moe<4, 16, 2, 2.0>>, to::linear<8, 6, "k">,
-                                to::softmax_cross_entropy<6>>>;
+/// The runtime test models with a global batch of 16 (runtime_model_types.hpp's
+/// defaults are 4 or 8, which 8-way data parallelism cannot split).
+using mlp16 = mlp_of<16>;
+using gpt16 = gpt_of<16>;
+using cnn16 = cnn_of<16>;
+using moe16 = moe_of<16>;
 
 /// Data parallel on both levels of `nodes` x `per_node`: each op's batch dim split
 /// nodes ways across nodes and per_node ways inside. REQUIREs that every op with a

@@ -3,12 +3,10 @@
 // devices splits it), on 1 to 8 devices and on 2 nodes x 2, a fixed cover of the
 // frontier (every ceil(n/20)-th point, at most 20) is trained for two steps with
 // Adam, and each device's measured peak is held against plan/memory_peak.hpp's
-// predicted peak: the target is -10 % .. +5 % (measured / predicted - 1).
-//
-// The target holds on the configurations listed in `meets_target`; on the others
-// the model is known to miss (GPT on any mesh: the recompute segments and the
-// redistributions inside the attention path; MLP, CNN and MoE on 4 or 8 devices and
-// 2 x 2 for some tensor-parallel points): their errors are reported, not asserted.
+// predicted peak (the replay of the executor's buffers): the target is -10 % .. +5 %
+// (measured / predicted - 1), asserted on every configuration not listed as a
+// known gap. The predicted profile is also held against the measured one op by
+// op (memory_stats' sites) at the peak's site, so a miss names its op.
 #include <doctest/doctest.h>
 #include <tensoropt/plan/memory_peak.hpp>
 #include <tensoropt/plan/planner.hpp>
@@ -45,24 +43,32 @@ std::pair<double, double> errors(const char* name, mesh_shape ms, bool assert_ta
     const auto cfg = pf.op_configs(i);
     const auto pk = to::predicted_peak(to::with_batch(g, g.batch / p.micro_batches), cfg, cl, bo);
     CHECK(pk.kept == doctest::Approx(double(p.memory)));  // the search's memory is the additive part
-    CHECK(pk.peak() <= pk.conservative);
     rt::local_world w(int(cl.mesh.devices()));
     rt::optimizer_options adam;
     adam.type = rt::optimizer_options::kind::adam;
     rt::trainer t(g, {cfg, int(p.micro_batches), cl.mesh}, w, adam);
     std::int64_t peak = 0;
+    rt::memory_stats at;  // the device with the highest peak, last step
     for (int s = 0; s < 2; ++s) {
       t.step(make_batch(g, 100));
-      for (auto& m : t.memory()) peak = std::max(peak, m.peak);
+      for (auto& m : t.memory())
+        if (m.peak >= peak) peak = m.peak, at = m;
     }
     const double err = double(peak) / pk.peak() - 1;
     lo = std::min(lo, err);
     hi = std::max(hi, err);
+    // the prediction at the site (op forward / backward, update) where the device peaked
+    const int ops = int(pk.fwd.size()), site = at.peak_site;
+    REQUIRE(site >= 0);
+    REQUIRE(site <= 2 * ops);
+    const double there = site == 2 * ops ? pk.update : site < ops ? pk.fwd[std::size_t(site)] : pk.bwd[std::size_t(site - ops)];
     if (assert_target) {
       INFO(name << " on " << ms.nodes << " x " << ms.per << ", point #" << i << " (" << pf.summary(i) << "): measured "
-                << peak << " B, predicted " << pk.peak() << " B");
+                << peak << " B at site " << site << " (predicted there " << there << " B), predicted peak "
+                << pk.peak() << " B at op " << pk.op << (pk.backward ? " backward" : " forward"));
       CHECK(err <= 0.05);
       CHECK(err >= -0.10);
+      CHECK(double(peak) / there - 1 <= 0.05);
     }
   }
   std::printf("%-4s %d x %d: %2zu points checked, measured vs predicted peak %+6.1f %% .. %+6.1f %%%s\n", name,
@@ -70,18 +76,19 @@ std::pair<double, double> errors(const char* name, mesh_shape ms, bool assert_ta
   return {lo, hi};
 }
 
+/// Every mesh, asserted except those in `known_gaps` (per device count; 22 = 2 x 2).
 template <class M>
-void check_model(const char* name, std::initializer_list<int> meets_target) {
+void check_model(const char* name, std::initializer_list<int> known_gaps) {
   for (auto ms : meshes) {
-    const int code = ms.nodes == 2 ? 22 : ms.per;  // 22 = 2 nodes x 2
-    bool target = false;
-    for (int c : meets_target) target = target || c == code;
-    errors<M>(name, ms, target);
+    const int code = ms.nodes == 2 ? 22 : ms.per;
+    bool gap = false;
+    for (int c : known_gaps) gap = gap || c == code;
+    errors<M>(name, ms, !gap);
   }
 }
 }  // namespace
 
-TEST_CASE("peak memory, predicted vs measured: mlp") { check_model<mlp>("mlp", {1, 2, 3, 5, 6}); }
-TEST_CASE("peak memory, predicted vs measured: cnn") { check_model<cnn>("cnn", {1, 2, 3, 4, 5, 6}); }
-TEST_CASE("peak memory, predicted vs measured: moe") { check_model<moe>("moe", {1, 3, 5}); }
+TEST_CASE("peak memory, predicted vs measured: mlp") { check_model<mlp>("mlp", {}); }
+TEST_CASE("peak memory, predicted vs measured: cnn") { check_model<cnn>("cnn", {}); }
+TEST_CASE("peak memory, predicted vs measured: moe") { check_model<moe>("moe", {}); }
 TEST_CASE("peak memory, predicted vs measured: gpt") { check_model<gpt>("gpt", {}); }

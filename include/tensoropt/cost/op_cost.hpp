@@ -11,25 +11,10 @@
 //    ops (linear, conv2d, attention, moe_experts) run at the compute dtype's peak
 //    times the device's GEMM efficiency curve; the others at the fp32 peak.
 //    Backward: its FLOPs, twice the bytes, one launch.
-//  - Attention core, per implementation (cost_options::attention, a switch of the
-//    software stack): with P = b * heads * s^2 local score elements and e bytes
-//    per activation,
-//      materialized (Megatron's unfused softmax path, what Korthikanti et al.
-//      assume): the scores S = QK^T, the softmax, the dropout mask (1 byte) and
-//      the dropout output are written to memory. Forward: write S, read S + write
-//      softmax, read softmax + write dropout output and mask, read it in AV:
-//      6Pe + P bytes (4Pe without dropout). Backward: read the dropout output
-//      (dV), write its gradient, read it + the mask + write the softmax gradient,
-//      read softmax + gradient + write dS, read dS twice (dQ, dK): 9Pe + P bytes
-//      (7Pe without dropout). Charged as separate memory-bound passes added to
-//      the GEMM roofline, with one launch per softmax / dropout pass.
-//      fused (FlashAttention, Dao et al. 2022): no score traffic; backward
-//      recomputes QK^T (+2 FLOPs per point, 10 instead of 8); saved buffers
-//      indexed by the key dim are not kept, only the softmax statistics
-//      (b * heads * s fp32 values).
-//  - Batch norm in training reads its input twice in forward (statistics, then
-//    normalization) and x and dy twice in backward: one extra input pass forward,
-//    two backward (cuDNN's and the reference kernels' structure).
+//  - Extra memory passes of particular kernels, per switch of the software stack:
+//    a materialized attention core's score tensors, batch norm's second reads, and
+//    batch norm fused with the ReLU (and residual add) after it: formulas and
+//    sources in kernel_traffic.hpp.
 //  - Own collectives: a partial output that no op reads (the loss) is all-reduced
 //    in place; softmax cross-entropy with its class dim split all-reduces two
 //    floats per sample; batch norm with b, h or w split all-reduces two floats
@@ -75,15 +60,10 @@
 #include "cluster.hpp"
 #include "collective.hpp"
 #include "config.hpp"
+#include "kernel_traffic.hpp"
 #include "redistribute.hpp"
 
 namespace tensoropt {
-
-/// How the attention core runs (see the file comment).
-enum class attention_kernel : std::uint8_t {
-  materialized,  ///< scores, softmax and dropout written to memory (Megatron's unfused path)
-  fused,         ///< FlashAttention: scores stay on chip; backward recomputes them
-};
 
 struct cost_options {
   precision prec = precisions::bf16_mixed;
@@ -96,6 +76,8 @@ struct cost_options {
   /// Batch norm keeps per-device statistics (no all-reduce of its moments): a switch
   /// of the software stack for published runs; the runtime computes global ones.
   bool local_batch_norm = false;
+  /// Batch norm runs fused with the ReLU (and residual add) after it (file comment).
+  bool fused_bn_relu = false;
   constexpr bool operator==(const cost_options&) const = default;
 };
 
@@ -143,6 +125,7 @@ struct op_cost {
   bytes recompute_working{};  ///< under recompute in a repeat: its saved buffers / repeat count
   bytes working_fwd{};  ///< held while its forward runs (not in memory(): see plan/memory_peak.hpp)
   bytes working_bwd{};  ///< held while its backward runs (idem)
+  bytes kernel_state{};  ///< the buffers its forward kernel saves, recomputed or not (plan/memory_peak.hpp)
   constexpr seconds time() const { return compute + recompute + collectives + grad_sync + optimizer; }
   constexpr bytes memory() const { return param_state + activations + recompute_working; }
 };
@@ -205,23 +188,6 @@ constexpr bool saves_input(const op_node& v, int slot) {
     if (b.input == slot) return true;
   return false;
 }
-/// Bytes of the score tensors a materialized attention core moves (file comment).
-struct score_bytes {
-  double fwd = 0, bwd = 0;
-  int passes = 0;  ///< memory-bound kernels per direction (softmax, dropout)
-};
-/// Local score elements of an attention core: b * heads * sq * sk over the splits.
-constexpr double local_scores(const op_node& op, const op_config& c) {
-  double P = 1;
-  for (int d = 0; d < 4; ++d) P *= double(op.dims[d].extent) / double(c.total_degree(d));
-  return P;
-}
-constexpr score_bytes score_traffic(const op_node& op, const op_config& c, const precision& pr) {
-  const double P = local_scores(op, c);
-  const double e = pr.activation_bytes();
-  if (op.attr[1] > 0) return {P * (6 * e + 1), P * (9 * e + 1), 2};
-  return {P * 4 * e, P * 7 * e, 1};
-}
 /// Bytes of op's saved buffers that are inputs, in the op's own layout.
 constexpr double saved_input_bytes(const op_graph& g, const op_node& op, const op_config& c, const precision& pr) {
   double b = 0;
@@ -276,6 +242,14 @@ constexpr op_cost cost_op(const op_graph& g, int i, const op_config& c, const cl
       const double x = detail::local_elements(g, op, op.inputs[0], c) * detail::elem_bytes(g.tensors[op.inputs[0].tensor], pr);
       fwd += x / stream;
       bwd += 2 * x / stream;
+      if (o.fused_bn_relu && detail::bn_runs_fused(g, op)) bwd += x / stream;  // the ReLU mask
+    }
+    if (o.fused_bn_relu && detail::bn_fused_relu(g, op)) fwd = bwd = 0;
+    if (o.fused_bn_relu && detail::bn_fused_add(g, op)) {  // the addend's read and its gradient's write
+      const auto& addend = op.inputs[1 - detail::fused_add_bn_slot(g, op)];
+      const double a = detail::local_elements(g, op, addend, c) * detail::elem_bytes(g.tensors[addend.tensor], pr);
+      fwd = a / stream;
+      bwd = a / stream;
     }
     r.compute = seconds(k * (fwd + bwd));
     if (c.recompute) r.recompute = seconds(k * fwd);
@@ -334,6 +308,7 @@ constexpr op_cost cost_op(const op_graph& g, int i, const op_config& c, const cl
     if (fused)  // the softmax statistics: b * heads * sq fp32 values
       saved += bytes(4.0 * double(op.dims[0].extent) / double(c.total_degree(0)) * double(op.dims[1].extent) /
                      double(c.total_degree(1)) * double(op.dims[2].extent));
+    r.kernel_state = saved;
     if (c.recompute) r.working_bwd += saved;  // backward rebuilds what forward did not keep
     if (!c.recompute) r.activations = saved;
     else if (facts.repeats > 0) r.recompute_working = bytes((saved.value + detail::saved_input_bytes(g, op, c, pr)) /

@@ -6,7 +6,7 @@
 // A row is one run: the model (a GPT, a BERT or ResNet-50), the cluster (nodes x GPUs
 // per node and the device preset), the strategy as a `--strategy` SPEC
 // (plan/strategy_spec.hpp), the software-stack switches the run used (attention
-// kernel), the measured figure with its source, and whether that figure and the
+// kernel, per-device batch-norm statistics, BN + ReLU fusion), the measured figure with its source, and whether that figure and the
 // run's configuration were confirmed against a stored copy of the source
 // (`confirmed`; an unconfirmed row says what is missing in its note). Only runs
 // without pipeline parallelism are kept (Narayanan et al. Table 1 from 39.1B on and
@@ -60,45 +60,73 @@
 // V100 rows run fp16: the bf16-mixed precision has the same bytes, and device.hpp
 // gives V100's fp16 tensor-core peak for it.
 //
-// Calibration: no constant of the cost model was fitted to these rows; every row is
-// a check row (fit_row = false). A row used to fit a constant must set fit_row, and
-// the test reports the error on fit rows and on check rows separately (and on
-// confirmed rows alone).
+// Calibration: no constant of the cost model was fitted to any row (fit_row =
+// false everywhere). A row used to fit a constant must set fit_row, and the test
+// reports fit, check and confirmed rows' errors separately.
 //
-// Runs measured but outside the model (unmodelled_runs below: evaluated and printed
-// by the test with their errors, not held to the tolerance), each with its reason:
+// Runs beyond the main table (unmodelled_runs: printed, held only to what explains
+// them; fused_stack_runs: held per row, not in the median), with their reasons:
 // - ResNet-50 on 8 GPUs (same README and container): 16621 img/s on DGX A100, 8322
 //   on DGX-1 V100 16GB, 8056 on DGX-1 V100 32GB. Per-GPU throughput falls 13-16 %
 //   from 1 to 8 GPUs, but the gradient all-reduce (25.6M fp32 gradients over NVLink,
 //   overlapped by PyTorch DDP) is about 1-2 ms of a 100-250 ms step. The likely
-//   cause is the input pipeline (one host decoding JPEGs for 8 GPUs), which tensoropt
-//   does not model; the MXNet runs below scale almost linearly on the same machines.
-//   Predicted: -19 % (A100), -9 % and -12 % (V100).
+//   cause is the input pipeline: configs.yml gives ResNet runs data_backend pytorch
+//   (JPEG decoding and augmentation in host worker processes: 10 per GPU on
+//   DGXA100, 8 on DGX1V), so 8 GPUs share one host's cores; tensoropt does not
+//   model the host, and the MXNet runs (decoding on the GPUs) scale almost linearly
+//   on the same machines. Predicted: -19 % (A100), -9 % and -12 % (V100).
 // - ResNet-50 v1.5 in MXNet (DeepLearningExamples MxNet/Classification/RN50v1.5/
-//   README.md, mxnet-20.12, mixed precision, "total IPS (data + compute)"): 1 / 8
-//   GPUs, 2180 / 16925 img/s on DGX A100 80GB (batch 256 per GPU), 1376 / 10723 on
-//   DGX-1 V100 16GB (batch 192), 1492 / 11368 / 21484 on 1 / 8 / 16 GPUs of a DGX-2
-//   (V100 32GB, batch 256). On the same hardware this stack is 12 % slower than the
-//   PyTorch rows on A100 and faster on V100 (1376 img/s at batch 192 against 1200 at
-//   256), so one set of kernel efficiencies cannot serve both: predicted -19 % (A100)
-//   and +18..+27 % (V100). Its data-parallel scaling is near linear (7.76x on 8
-//   A100s), so the ratio of its 8-GPU to 1-GPU step, which cancels the stack's
-//   kernel efficiency, is held to 5 % by the test (+2.0 %, +0.5 %, -2.5 %); the
-//   DGX-2's 16-GPU ratio is 5.7 % low (measured +5.8 % from 8 to 16 GPUs, predicted
-//   +2.4 %), printed and not held, the cause not yet found.
+//   README.md, "total IPS (data + compute)", mixed precision; benchmark.py -> runner,
+//   whose float16 stack, the same in 20.12 and 22.10, is --fuse-bn-relu 1
+//   --fuse-bn-add-relu 1, NHWC, Horovod, DALI on the GPU): switch fused_bn_relu.
+//   mxnet-20.12: 1376 / 10723 img/s on 1 / 8 GPUs of a DGX-1 V100 16GB (batch 192),
+//   1492 / 11368 / 21484 on 1 / 8 / 16 GPUs of a DGX-2 (V100 32GB, batch 256);
+//   mxnet-22.10: 3410.52 / 26673.72 on 1 / 8 GPUs of a DGX A100 80GB (batch 512).
+//   fused_stack_runs: with the switch every row is 7.1-13.9 % fast (without it
+//   +18..+27 % slow on V100), held to 15 % each, out of the main median (which
+//   they would lift from 4.3 % to 7.1 %); cause of the ~9 % not established (DALI's
+//   GPU decoding is in the figure, not in the model). Their 8- and 16-GPU over
+//   1-GPU step ratios are held to 5 %, but the match rests on the per-parameter
+//   all-reduce latency (161 calls, 2(n-1) x 2 us each: 4.6 of the 5.2 ms added at
+//   8 GPUs): with Horovod's fused calls the model would give +0.4 % against the
+//   measured +5.0 % (8) and +11.1 % (16, DGX-2), a growth of about 1.2 ms per added
+//   GPU whose cause is not established. Outside the model: the mxnet-20.12 DGX
+//   A100 rows (2180 / 16925 img/s, batch 256), -41 % and -38 %: the same flags on
+//   the same machine take 36 % less time per image in 22.10.
 // - BERT-large pre-training (DeepLearningExamples PyTorch/LanguageModeling/BERT/
 //   README.md, pytorch:21.11-py3, mixed precision; seq 128: batch 256 x 32
 //   accumulation steps per GPU on A100, 64 x 64 on V100; seq 512: 32 x 128 on A100,
 //   8 x 256 on V100): 580 / 4591 seq/s (A100, 1 / 8 GPUs, seq 128), 210 / 1657
-//   (seq 512); 224 / 1746 (V100 32GB, seq 128), 75 / 586 (seq 512). The published
-//   time per token at seq 128 is 1.45x (A100) and 1.34x (V100) the time per token
-//   at seq 512, while every FLOP and byte of the model per token grows with the
-//   sequence; no kernel-level model matches both (predicted -15..-22 % at seq 128,
-//   +33..+56 % at seq 512 with materialized attention). The README's feature matrix
-//   lists the LDDL data loader and NVFuser but states neither how batches are padded
-//   (the tokens computed per nominal sequence) nor which kernels are fused, so the
-//   rows' switches cannot be set from the source.
-//
+//   (seq 512); 224 / 1746 (V100 32GB, seq 128), 75 / 586 (seq 512). What the figure
+//   counts (run_pretraining.py of the same release): training_sequences_per_second
+//   = micro-batch x GPUs x micro-steps / wall time after 4 (phase 2: 50) skipped
+//   micro-steps, so it includes the LAMB steps, the loader and every kernel, and it
+//   counts nominal sequences. Stack (same files): model.half() with fp32 master
+//   weights in LAMB (softmax in fp16), TorchScript + NVFuser fusions, attention
+//   through bmm + softmax + dropout (scores written: materialized), DDP all-reduce
+//   after accumulation, and dense_sequence_output on by default: the MLM head and
+//   its loss run only on the masked positions (max_predictions_per_seq: 20 of 128,
+//   80 of 512), where the lowering runs them on every token.
+//   Cause of the seq-512 rows' +33..+56 %: phase 2 is binned (README changelog
+//   "Binned pretraining for phase2 with LDDL using a bin size of 64";
+//   scripts/run_pretraining.sh reads pretrain/phase2/bin_size_64, phase 1
+//   "unbinned"): a batch is padded only to the top of its 64-token bin, so a
+//   nominal 512-token sequence computes fewer tokens. Krell et al. 2021 (arXiv:
+//   2107.02027) find padding above 50 % of the tokens of this Wikipedia data at
+//   sequence 512, so the real mean length is under 256 and the binned mean under
+//   256 + 64 = 320 (computed_seq_bound; that a bin's batch pads at most to the
+//   bin's top is read from the changelog, LDDL's collate code is not in a stored
+//   copy). At 320 tokens the model predicts -12 % (A100) and -22 to -24 % (V100)
+//   against the measured seq-512 figures, and it meets them only at 354-361 (A100)
+//   and 396-407 (V100) tokens, above the bound: binning turns the over-prediction
+//   into the same under-prediction the seq-128 rows show (-15 % A100, -20 % V100).
+//   The exact binned mean is not in any stored source, so these rows stay outside.
+//   Not explained: the seq-128 rows (full 128 tokens, phase 1 unbinned) are
+//   predicted 15-22 % fast, 21-27 % with the MLM head on 20 of 128 tokens (the
+//   test prints both), against 0.7-4.5 % for the Megatron GPT rows on A100. Too
+//   small to explain it (estimated at seq 128, A100): LAMB (once per 32 micro-steps,
+//   < 0.1 %), the context's transpose + contiguous copy (about 1 %), bias-gradient
+//   reductions (about 2 %).
 // Left out, and why: MLPerf Training results (they report time to train, and the
 // step count of a submission is not in its summary, so no step time follows); the
 // Megatron-LM v1.0 model-parallel rows 2.0B-8.7B (the note states neither their
@@ -135,6 +163,9 @@ struct published_run {
   std::string_view strategy;  ///< a --strategy SPEC
   attention_kernel attention = attention_kernel::materialized;
   bool local_batch_norm = false;  ///< per-device batch-norm statistics (cost_options::local_batch_norm)
+  bool fused_bn_relu = false;     ///< BN fused with the ReLU / residual add after it (cost_options::fused_bn_relu)
+  index_t mlm_predictions = 0;  ///< BERT: masked positions the MLM head runs on (0: every token)
+  index_t computed_seq_bound = 0;  ///< binned batches: bound on mean tokens computed per sequence (0: seq)
   // what was measured
   enum class figure : std::uint8_t { tflops_per_gpu, seconds, samples_per_second };
   figure reported_as = figure::seconds;
@@ -266,6 +297,16 @@ inline constexpr std::string_view dle_pytorch_rn50 =
     "NVIDIA DeepLearningExamples, PyTorch ConvNets resnet50v1.5 README (21.03), AMP; configs.yml";
 inline constexpr std::string_view dle_mxnet_rn50 =
     "NVIDIA DeepLearningExamples, MxNet RN50v1.5 README (mxnet-20.12), mixed precision, total IPS";
+inline constexpr std::string_view dle_mxnet_rn50_2210 =
+    "NVIDIA DeepLearningExamples, MxNet RN50v1.5 README (mxnet-22.10), mixed precision, total IPS";
+/// An MXNet row: the runner's float16 stack fuses BN + ReLU and BN + add + ReLU
+/// (--fuse-bn-relu 1 --fuse-bn-add-relu 1, NHWC; file comment).
+constexpr published_run mxnet_row(std::string_view name, index_t gpus, index_t per_gpu, std::string_view device,
+                                  double img_per_s, std::string_view source, std::string_view note) {
+  published_run r = resnet50_row(name, gpus, per_gpu, device, img_per_s, source, note);
+  r.fused_bn_relu = true;
+  return r;
+}
 /// BERT-large pre-training (hidden 1024, 24 layers, 16 heads, vocabulary 30522
 /// padded to 30528): `per_gpu` sequences per GPU per iteration in micro-batches of
 /// `micro`.
@@ -287,8 +328,11 @@ constexpr published_run bert_row(std::string_view name, index_t seq, index_t gpu
   r.strategy = "tp=1";
   r.reported_as = published_run::figure::samples_per_second;
   r.reported = seq_per_s;
+  r.mlm_predictions = seq == 512 ? 80 : 20;  // max_predictions_per_seq (run_pretraining.sh)
+  r.computed_seq_bound = seq == 512 ? 320 : 0;  // phase 2 binned by 64 tokens (file comment)
   r.source = "NVIDIA DeepLearningExamples, PyTorch BERT README (pytorch:21.11-py3), mixed precision";
-  r.note = "time per token at seq 128 above that at seq 512; kernels not stated (file comment)";
+  r.note = seq == 512 ? "phase 2 binned: tokens computed per sequence unknown, at most 320 (file comment)"
+                      : "predicted 15-22 % fast at the full 128 tokens, cause not found (file comment)";
   return r;
 }
 }  // namespace detail
@@ -310,30 +354,39 @@ inline constexpr std::array<published_run, 10> published_runs = {
                          "DGX-1 V100 32GB, 1 GPU"),
 };
 
+/// Runs of the MXNet stack (switch fused_bn_relu): each held to 15 %, kept out of
+/// the main table's median (see the file comment).
+inline constexpr std::array<published_run, 7> fused_stack_runs = {
+    detail::mxnet_row("mxnet-resnet50-v100-16gb", 1, 192, "v100-16gb", 1376, detail::dle_mxnet_rn50,
+                      "DGX-1 V100 16GB, 1 GPU"),
+    detail::mxnet_row("mxnet-resnet50-v100-16gb-x8", 8, 192, "v100-16gb", 10723, detail::dle_mxnet_rn50,
+                      "DGX-1 V100 16GB, 8 GPUs"),
+    detail::mxnet_row("mxnet-resnet50-dgx2-v100-32gb", 1, 256, "v100-32gb", 1492, detail::dle_mxnet_rn50,
+                      "DGX-2, 1 GPU"),
+    detail::mxnet_row("mxnet-resnet50-dgx2-v100-32gb-x8", 8, 256, "v100-32gb", 11368, detail::dle_mxnet_rn50,
+                      "DGX-2, 8 GPUs"),
+    detail::mxnet_row("mxnet-resnet50-dgx2-v100-32gb-x16", 16, 256, "v100-32gb", 21484, detail::dle_mxnet_rn50,
+                      "DGX-2, 16 GPUs"),
+    detail::mxnet_row("mxnet2210-resnet50-a100-80gb", 1, 512, "a100-80gb", 3410.52, detail::dle_mxnet_rn50_2210,
+                      "DGX A100 80GB, 1 GPU"),
+    detail::mxnet_row("mxnet2210-resnet50-a100-80gb-x8", 8, 512, "a100-80gb", 26673.72,
+                      detail::dle_mxnet_rn50_2210, "DGX A100 80GB, 8 GPUs"),
+};
+
 /// Runs measured and evaluated but outside the model, each with its reason in the
 /// note (see the file comment); the test prints their errors and holds them to
-/// nothing.
-inline constexpr std::array<published_run, 18> unmodelled_runs = {
+/// nothing but what explains them.
+inline constexpr std::array<published_run, 13> unmodelled_runs = {
     detail::resnet50_row("resnet50-a100-80gb-x8", 8, 256, "a100-80gb", 16621, detail::dle_pytorch_rn50,
                          "host-side input pipeline (file comment)"),
     detail::resnet50_row("resnet50-v100-16gb-x8", 8, 256, "v100-16gb", 8322, detail::dle_pytorch_rn50,
                          "host-side input pipeline (file comment)"),
     detail::resnet50_row("resnet50-v100-32gb-x8", 8, 256, "v100-32gb", 8056, detail::dle_pytorch_rn50,
                          "host-side input pipeline (file comment)"),
-    detail::resnet50_row("mxnet-resnet50-a100-80gb", 1, 256, "a100-80gb", 2180, detail::dle_mxnet_rn50,
-                         "stack efficiency (file comment)"),
-    detail::resnet50_row("mxnet-resnet50-a100-80gb-x8", 8, 256, "a100-80gb", 16925, detail::dle_mxnet_rn50,
-                         "stack efficiency (file comment)"),
-    detail::resnet50_row("mxnet-resnet50-v100-16gb", 1, 192, "v100-16gb", 1376, detail::dle_mxnet_rn50,
-                         "stack efficiency (file comment)"),
-    detail::resnet50_row("mxnet-resnet50-v100-16gb-x8", 8, 192, "v100-16gb", 10723, detail::dle_mxnet_rn50,
-                         "stack efficiency (file comment)"),
-    detail::resnet50_row("mxnet-resnet50-dgx2-v100-32gb", 1, 256, "v100-32gb", 1492, detail::dle_mxnet_rn50,
-                         "stack efficiency (file comment)"),
-    detail::resnet50_row("mxnet-resnet50-dgx2-v100-32gb-x8", 8, 256, "v100-32gb", 11368, detail::dle_mxnet_rn50,
-                         "stack efficiency (file comment)"),
-    detail::resnet50_row("mxnet-resnet50-dgx2-v100-32gb-x16", 16, 256, "v100-32gb", 21484, detail::dle_mxnet_rn50,
-                         "stack efficiency (file comment)"),
+    detail::mxnet_row("mxnet-resnet50-a100-80gb", 1, 256, "a100-80gb", 2180, detail::dle_mxnet_rn50,
+                      "mxnet-20.12 on A100: 36 % slower per image than 22.10 with the same flags (file comment)"),
+    detail::mxnet_row("mxnet-resnet50-a100-80gb-x8", 8, 256, "a100-80gb", 16925, detail::dle_mxnet_rn50,
+                      "mxnet-20.12 on A100: 36 % slower per image than 22.10 with the same flags (file comment)"),
     detail::bert_row("bert-large-s128-a100", 128, 1, "a100-80gb", 8192, 256, 580),
     detail::bert_row("bert-large-s128-a100-x8", 128, 8, "a100-80gb", 8192, 256, 4591),
     detail::bert_row("bert-large-s512-a100", 512, 1, "a100-80gb", 4096, 32, 210),

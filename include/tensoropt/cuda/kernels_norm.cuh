@@ -1,7 +1,9 @@
 // CUDA kernels of layer norm and batch norm, forward and backward, with the CPU
 // kernels' layouts and saved state (runtime/kernels_dense.hpp, kernels_conv.hpp):
-// layer norm over the last dim of [rows, h], saving (mean, rstd) per row; batch
-// norm over (batch, height, width) of [b, c, hw], saving (mean, rstd) per channel.
+// layer norm over the last dim of [rows, h], with (mean, rstd) per row written by
+// forward and recomputed for backward by layer_norm_stats (the op keeps only its
+// input, as the CPU kernel does); batch norm over (batch, height, width) of
+// [b, c, hw], saving (mean, rstd) per channel.
 //
 // Statistics are fp32, two-pass (mean, then the mean square of the deviations),
 // one block per row or channel, reduced in a fixed order. Parameter gradients are
@@ -48,6 +50,7 @@ TENSOROPT_KERNEL void layer_norm_forward_kernel(const T* x, const T* gain, const
     stat[2 * r] = mean;
     stat[2 * r + 1] = rstd;
   }
+  if (y == nullptr) return;  // layer_norm_stats: the statistics only
   for (std::int64_t i = threadIdx.x; i < h; i += blockDim.x)
     y[r * h + i] = store<T>(runtime::kernels::norm_affine(load(xr[i]), mean, rstd, load(gain[i]), load(bias[i])));
 }
@@ -174,6 +177,16 @@ void layer_norm_forward(cudaStream_t s, const T* x, const T* gain, const T* bias
                         std::int64_t h) {
   if (rows <= 0 || h <= 0) return;
   detail::layer_norm_forward_kernel<T><<<unsigned(rows), cuda::detail::row_threads(h), 0, s>>>(x, gain, bias, y, stat, h);
+  TENSOROPT_CUDA_CHECK_LAUNCH();
+}
+
+/// Layer norm's statistics alone: stat[2r] = mean, stat[2r + 1] = rstd of row r,
+/// the same arithmetic (and bits) as layer_norm_forward's.
+template <Element T>
+void layer_norm_stats(cudaStream_t s, const T* x, float* stat, std::int64_t rows, std::int64_t h) {
+  if (rows <= 0 || h <= 0) return;
+  detail::layer_norm_forward_kernel<T>
+      <<<unsigned(rows), cuda::detail::row_threads(h), 0, s>>>(x, nullptr, nullptr, nullptr, stat, h);
   TENSOROPT_CUDA_CHECK_LAUNCH();
 }
 

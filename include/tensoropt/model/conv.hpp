@@ -4,8 +4,9 @@
 // Output spatial size: (in + 2 * pad - kernel) / stride + 1 (floor), at least 1.
 // FLOPs per point: conv2d 2 / 4 (points = b cout cin oh ow kh kw); pooling 1 / 1
 // (points include the window); global pooling 1 / 1; batch_norm 5 / 10.
-// Saved for backward: conv2d and max_pool their input; batch_norm its input;
-// avg and global pooling nothing.
+// Saved for backward: conv2d its input; max_pool the argmax of each output (an
+// int64 index); batch_norm its input and two statistics per channel; avg and
+// global pooling nothing.
 #pragma once
 #include "graph.hpp"
 #include "layer.hpp"
@@ -54,7 +55,7 @@ TENSOROPT_NOINLINE constexpr int lower_pool(graph_builder& b, int x, const shape
   op.inputs.push_back(tmap(x, {0, 1, -1, -1}));
   op.fwd_flops_per_point = 1;
   op.bwd_flops_per_point = 1;
-  if (kind == op_kind::max_pool) save(op, dim_mask({0, 1}), 0, 0, double(s.extents[2] * s.extents[3]));
+  if (kind == op_kind::max_pool) save(op, dim_mask({0, 1}), 8, -1, double(oh * ow));  // argmax per output (int64)
   return b.emit(std::move(op), b.op_name(kind == op_kind::max_pool ? "max_pool" : "avg_pool"),
                 {s.extents[0], s.extents[1], oh, ow}, tmap(-1, {0, 1, 2, 3}));
 }
@@ -79,6 +80,7 @@ TENSOROPT_NOINLINE constexpr int lower_batch_norm(graph_builder& b, int x, const
   op.fwd_flops_per_point = 5;
   op.bwd_flops_per_point = 10;
   save(op, low_mask(4), 0, 0);
+  save(op, dim_mask({1}), 4, -1, 2.0);  // mean and inverse deviation per channel (fp32)
   return lower_elementwise(b, x, s, std::move(op), name);
 }
 }  // namespace detail

@@ -30,7 +30,9 @@ TENSOROPT_NOINLINE constexpr int lower_moe(graph_builder& b, int x, const shape_
   gate.fwd_flops_per_point = 2;
   gate.bwd_flops_per_point = 4;
   save(gate, dim_mask({0, 1, 3}), 0, 0);
-  save(gate, dim_mask({0, 1, 2}), 0);
+  // the probabilities and the top-k mask over all experts (the softmax's backward
+  // needs whole rows), whatever the split of e
+  save(gate, dim_mask({0, 1}), 0, -1, 2.0 * double(experts));
   const int gates = b.emit(std::move(gate), std::move(name), {G, s, experts}, tmap(-1, {0, 1, 2}));
   // dispatch
   op_node disp;
@@ -41,7 +43,7 @@ TENSOROPT_NOINLINE constexpr int lower_moe(graph_builder& b, int x, const shape_
   disp.inputs.push_back(tmap(gates, {0, 1, 2}));
   disp.fwd_flops_per_point = 2;
   disp.bwd_flops_per_point = 4;
-  save(disp, dim_mask({0, 1, 2}), 0, 1);
+  save(disp, dim_mask({0, 1, 2}), 8, -1);  // the routes: a slot per (token, expert), int64
   const int routed = b.emit(std::move(disp), b.op_name("dispatch"), {experts, G, c, h}, tmap(-1, {2, 0, 3, 4}));
   // experts
   op_node ex;
@@ -67,6 +69,7 @@ TENSOROPT_NOINLINE constexpr int lower_moe(graph_builder& b, int x, const shape_
   comb.bwd_flops_per_point = 4;
   save(comb, dim_mask({0, 2, 3, 4}), 0, 0);
   save(comb, dim_mask({0, 1, 2}), 0, 1);
+  save(comb, dim_mask({0, 1, 2}), 8, -1);  // the routes, as dispatch
   return b.emit(std::move(comb), b.op_name("combine"), {G, s, h}, tmap(-1, {0, 1, 4}));
 }
 }  // namespace detail

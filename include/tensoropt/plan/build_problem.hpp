@@ -30,8 +30,9 @@ struct build_options {
   attention_kernel attention = attention_kernel::materialized;  ///< how attention cores run
   bool regenerate_dropout = false;  ///< see cost_options (true for the CPU runtime)
   bool local_batch_norm = false;    ///< see cost_options (published runs without SyncBN)
+  bool fused_bn_relu = false;       ///< see cost_options (stacks fusing BN with the ReLU after it)
   constexpr cost_options cost() const {
-    return {prec, micro_batches, attention, regenerate_dropout, local_batch_norm};
+    return {prec, micro_batches, attention, regenerate_dropout, local_batch_norm, fused_bn_relu};
   }
 };
 

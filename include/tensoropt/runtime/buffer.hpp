@@ -27,15 +27,40 @@ namespace tensoropt::runtime {
 /// Where a buffer's bytes live.
 enum class memory_space : std::uint8_t { host, device };
 
-/// Bytes a device holds now and the most it held since the last reset.
+/// Bytes a device holds now and the most it held since the last reset; with the
+/// site (what the device runs: the executor numbers the forward of op j as j, its
+/// backward as ops + j, the gradient sync and update as 2 * ops) where the peak was
+/// reached and the most held during each site, so a peak can be attributed.
 struct memory_stats {
   std::int64_t current = 0;
   std::int64_t peak = 0;
+  int site = -1;       ///< what runs now (-1: not set)
+  int peak_site = -1;  ///< where `peak` was reached
+  std::vector<std::int64_t> site_peak;  ///< the most held during each site (sized by the executor)
   void add(std::int64_t b) {
     current += b;
-    peak = std::max(peak, current);
+    if (current > peak) {
+      peak = current;
+      peak_site = site;
+    }
+    note();
   }
-  void reset_peak() { peak = current; }
+  /// Marks the start of site `s`.
+  void enter(int s) {
+    site = s;
+    note();
+  }
+  void reset_peak() {
+    peak = current;
+    peak_site = site;
+    std::fill(site_peak.begin(), site_peak.end(), std::int64_t(0));
+  }
+
+ private:
+  void note() {
+    if (site >= 0 && std::size_t(site) < site_peak.size())
+      site_peak[std::size_t(site)] = std::max(site_peak[std::size_t(site)], current);
+  }
 };
 
 /// Where a backend's device buffers come from (a caching pool of one device).

@@ -149,26 +149,27 @@ inline void add_bwd(op_context& c, in_t, in_t, op_state&, const buffer& dy, std:
       });
 }
 
-// ---- layer norm: dims [batch..., h]; saved: mean, rstd per row (fp32, counted as on the CPU) ----
-inline buffer layer_norm_fwd(op_context& c, in_t in, in_t par, op_state& st) {
+// ---- layer norm: dims [batch..., h]; saved: nothing but the input (backward recomputes mean, rstd) ----
+inline buffer layer_norm_fwd(op_context& c, in_t in, in_t par, op_state&) {
   const int nd = int(c.op.dims.size());
   const index_t rows = c.len_range(0, nd - 1), h = c.len(nd - 1);
   buffer y = c.zeros(in[0]->size());
-  buffer stat = c.be.allocate(std::size_t(2 * rows), dtype::fp32);
+  buffer stat = c.be.scratch(std::size_t(2 * rows), dtype::fp32);
   dispatch(y.type(), [&]<class T>(T) {
     cuda::kernels::layer_norm_forward(dev(c).stream(), in[0]->as<T>(), par[0]->as<T>(), par[1]->as<T>(), y.as<T>(),
                                       stat.as<float>(), rows, h);
   });
-  st.saved.push_back(std::move(stat));
   return y;
 }
-inline void layer_norm_bwd(op_context& c, in_t in, in_t par, op_state& st, const buffer& dy, std::vector<buffer>& din,
+inline void layer_norm_bwd(op_context& c, in_t in, in_t par, op_state&, const buffer& dy, std::vector<buffer>& din,
                            std::vector<buffer>& dpar) {
   const int nd = int(c.op.dims.size());
   const index_t rows = c.len_range(0, nd - 1), h = c.len(nd - 1);
+  buffer stat = c.be.scratch(std::size_t(2 * rows), dtype::fp32);
   buffer ws = c.be.scratch(std::size_t(cuda::kernels::layer_norm_backward_workspace(rows, h)), dtype::fp32);
   dispatch(dy.type(), [&]<class T>(T) {
-    cuda::kernels::layer_norm_backward(dev(c).stream(), in[0]->as<T>(), par[0]->as<T>(), st.saved[0].as<float>(),
+    cuda::kernels::layer_norm_stats(dev(c).stream(), in[0]->as<T>(), stat.as<float>(), rows, h);
+    cuda::kernels::layer_norm_backward(dev(c).stream(), in[0]->as<T>(), par[0]->as<T>(), stat.as<float>(),
                                        dy.as<T>(), din[0].size() ? din[0].as<T>() : nullptr, dpar[0].as<T>(),
                                        dpar[1].as<T>(), rows, h, ws.as<float>());
   });

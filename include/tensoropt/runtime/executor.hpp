@@ -4,9 +4,15 @@
 // Forward, per op: redistribute each input (and param) from where it lives into the
 // layout the op's config needs, run the local kernel, keep what backward needs (only
 // the inputs under recompute, and not even those that a recomputed producer of the
-// same layer can rebuild: backward re-runs such segments from their first input; an
-// input the edge all-gathered is kept as the producer's shard and re-gathered in
-// backward, Megatron's sequence-parallel rule, as the cost model assumes). Backward mirrors it: the output gradient arrives in
+// same layer can rebuild: backward re-runs such segments from their first input,
+// keeping of each rebuilt op what its backward reads and releasing its output once
+// its consumers took it; an input the edge all-gathered is kept as the producer's
+// shard and re-gathered in backward, Megatron's sequence-parallel rule, as the cost
+// model assumes). A producer's output is released by its last reader's fetch (not
+// held through the kernel). Memory: every buffer is charged to the device's
+// memory_stats, and so is a host kernel's integer state (op_state::ints); the
+// executor marks each op's forward and backward as a site, so the stats name where
+// a device peaked (plan/memory_peak.hpp replays this order to predict it). Backward mirrors it: the output gradient arrives in
 // the op's output layout (replicated over the dims it reduced), the kernel writes
 // partial input and param gradients, which are reduced into the producer's layout.
 // Param gradients accumulate locally over micro-batches and are synchronized once
@@ -96,8 +102,10 @@ class executor {
     be_->reset_peak();
     double loss = 0;
     for (int m = 0; m < plan_.micro_batches; ++m) loss += micro_step(b, m);
+    be_->memory().enter(2 * int(graph_.ops.size()));
     sync_and_update();
     be_->synchronize();
+    be_->memory().enter(-1);
     ++step_;
     return float(loss / plan_.micro_batches);
   }
@@ -205,8 +213,10 @@ class executor {
   }
   /// Gradient synchronization and the update; ends the step.
   void finish_step() {
+    be_->memory().enter(2 * int(graph_.ops.size()));
     sync_and_update();
     be_->synchronize();
+    be_->memory().enter(-1);
     ++step_;
   }
   /// Called in finish_step with the whole, summed gradient of each parameter of
@@ -233,6 +243,8 @@ class executor {
     op_state state;
     bool rebuilt = false;                // forward re-run during backward (recompute)
     std::shared_ptr<const buffer> out;   // its output, for the recomputed consumers
+    int readers = 0;                     // recomputed consumers yet to take `out`
+    std::int64_t ints = 0;               // bytes of state.ints charged to the device
     std::vector<bool> shard;             // in[s] is the producer's shard: re-gather before use
   };
 
@@ -266,28 +278,62 @@ class executor {
            po.repeat_index == op.repeat_index;
   }
 
+  /// A host kernel's integer state (argmax indices, MoE routes) is this device's
+  /// memory too: charged while the state is kept, like its buffers.
+  void charge_ints(saved_op& S) {
+    if (be_->space() != memory_space::host) return;
+    const auto b = std::int64_t(S.state.ints.size() * sizeof(std::int64_t));
+    be_->memory().add(b - S.ints);
+    S.ints = b;
+  }
+  void clear_state(saved_op& S) {
+    be_->memory().add(-S.ints);
+    S.ints = 0;
+    S.state = {};
+  }
+
+  /// Recomputed ops reading op p's output as a dropped segment input (see rebuild).
+  int segment_readers(int p) const {
+    int r = 0;
+    for (std::size_t j = std::size_t(p) + 1; j < graph_.ops.size(); ++j)
+      for (std::size_t s = 0; s < graph_.ops[j].inputs.size(); ++s)
+        if (graph_.tensors[std::size_t(graph_.ops[j].inputs[s].tensor)].producer == p && segment_input(int(j), s)) ++r;
+    return r;
+  }
+  /// Input s of op j, dropped after forward as a segment input, rebuilt from its
+  /// producer q; q's rebuilt output is released once its last such reader took it,
+  /// so a rebuilt segment holds its ops' saved state and inputs, not their outputs.
+  std::shared_ptr<const buffer> rebuilt_input(std::vector<saved_op>& saved, int j, std::size_t s, int m) {
+    const int q = graph_.tensors[std::size_t(graph_.ops[std::size_t(j)].inputs[s].tensor)].producer;
+    auto x = fetch(plans_[std::size_t(q)].out, rebuild(saved, q, m), plans_[std::size_t(j)].in[s]);
+    auto& Q = saved[std::size_t(q)];
+    if (--Q.readers <= 0) Q.out.reset();
+    return x;
+  }
+
   /// Re-runs the forward of recomputed op `p` (and, first, of the recomputed
-  /// producers of its dropped inputs); keeps its state for its backward and
-  /// returns its output.
+  /// producers of its dropped inputs); keeps its state (and the inputs its backward
+  /// reads) for its backward and returns its output.
   std::shared_ptr<const buffer> rebuild(std::vector<saved_op>& saved, int p, int m) {
     auto& S = saved[std::size_t(p)];
     if (S.out) return S.out;
     regather(S, p);
     const auto& op = graph_.ops[std::size_t(p)];
     for (std::size_t s = 0; s < op.inputs.size(); ++s)
-      if (!S.in[s] && segment_input(p, s)) {
-        const int q = graph_.tensors[std::size_t(op.inputs[s].tensor)].producer;
-        S.in[s] = fetch(plans_[std::size_t(q)].out, rebuild(saved, q, m), plans_[std::size_t(p)].in[s]);
-      }
+      if (!S.in[s] && segment_input(p, s)) S.in[s] = rebuilt_input(saved, p, s, m);
     if (S.par.empty())
       for (std::size_t s = 0; s < op.params.size(); ++s) S.par.push_back(fetch_param(p, int(s)));
     auto c = context(p, m);
     auto in = raw(S.in), par = raw(S.par);
-    S.state = {};
+    clear_state(S);
     const auto t0 = std::chrono::steady_clock::now();
     S.out = std::make_shared<const buffer>(be_->kernel_of(op.kind).forward(c, in, par, S.state));
     kernel_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    charge_ints(S);
     S.rebuilt = true;
+    S.readers = segment_readers(p);
+    for (std::size_t s = 0; s < S.in.size(); ++s)
+      if (!backward_reads_input(op.kind, s)) S.in[s].reset();
     return S.out;
   }
 
@@ -355,6 +401,7 @@ class executor {
     if (loss_op_ == -2) loss_op_ = -1;
     else if (loss_op_ < 0) throw invalid_argument("graph '" + graph_.name + "' has no softmax_xent loss to train");
     ensure_grad_buffers();
+    be_->memory().site_peak.assign(std::size_t(2 * n + 1), 0);  // memory_stats' sites
     for (std::size_t t = 0; t < graph_.tensors.size() && !staged(); ++t)
       if (graph_.tensors[t].parameter && params_[t].users.empty())
         throw invalid_argument("parameter '" + graph_.tensors[t].name + "' is used by no op");
@@ -537,6 +584,7 @@ class executor {
       const auto& op = graph_.ops[std::size_t(j)];
       const auto& P = plans_[std::size_t(j)];
       if (!runs(std::size_t(j))) continue;
+      be_->memory().enter(j);
       if (op.kind == op_kind::input) {
         act[std::size_t(op.output.tensor)] = feed(b, input_no_[std::size_t(j)], j, m);
         continue;
@@ -546,8 +594,9 @@ class executor {
       for (std::size_t s = 0; s < op.inputs.size(); ++s) {
         const int t = op.inputs[s].tensor;
         const int p = graph_.tensors[std::size_t(t)].producer;
-        src.push_back(act[std::size_t(t)]);
         S.in.push_back(fetch(plans_[std::size_t(p)].out, act[std::size_t(t)], P.in[s]));
+        // the producer's buffer outlives the fetch only as a kept shard
+        src.push_back(keeps_shard(j, s) ? act[std::size_t(t)] : nullptr);
         if (--left[std::size_t(t)] == 0) act[std::size_t(t)].reset();
       }
       for (std::size_t s = 0; s < op.params.size(); ++s) S.par.push_back(fetch_param(j, int(s)));
@@ -557,8 +606,9 @@ class executor {
       const auto t0 = std::chrono::steady_clock::now();
       buffer y = k.forward(c, in, par, S.state);
       kernel_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      charge_ints(S);
       if (plan_.configs[std::size_t(j)].recompute) {
-        S.state = {};
+        clear_state(S);
         S.par.clear();
         for (std::size_t s = 0; s < S.in.size(); ++s)
           if (segment_input(j, s)) S.in[s].reset();
@@ -610,7 +660,9 @@ class executor {
       auto& S = saved[std::size_t(j)];
       if (!runs(std::size_t(j))) continue;
       auto dy = std::move(grad[std::size_t(op.output.tensor)]);
+      be_->memory().enter(n + j);
       if (op.kind == op_kind::input || !dy) {
+        clear_state(S);
         S = {};
         continue;
       }
@@ -621,15 +673,13 @@ class executor {
       regather(S, j);
       if (plan_.configs[std::size_t(j)].recompute && !S.rebuilt) {
         for (std::size_t s = 0; s < op.inputs.size(); ++s)
-          if (!S.in[s] && segment_input(j, s)) {
-            const int q = graph_.tensors[std::size_t(op.inputs[s].tensor)].producer;
-            S.in[s] = fetch(plans_[std::size_t(q)].out, rebuild(saved, q, m), P.in[s]);
-          }
+          if (!S.in[s] && segment_input(j, s)) S.in[s] = rebuilt_input(saved, j, s, m);
         for (std::size_t s = 0; s < op.params.size(); ++s) S.par.push_back(fetch_param(j, int(s)));
         auto in = raw(S.in), par = raw(S.par);
         const auto t0 = std::chrono::steady_clock::now();
         k.forward(c, in, par, S.state);
         kernel_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        charge_ints(S);
       }
       S.out.reset();
       std::vector<buffer> din, dpar;
@@ -641,6 +691,7 @@ class executor {
       const auto t0 = std::chrono::steady_clock::now();
       k.backward(c, in, par, S.state, *dy, din, dpar);
       kernel_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      clear_state(S);
       S = {};
       dy.reset();
       for (std::size_t s = 0; s < op.inputs.size(); ++s) {

@@ -138,36 +138,41 @@ inline void concat_bwd(op_context& c, inputs, inputs, op_state&, const buffer& d
   }
 }
 
-// ---- layer norm: dims [batch..., h], h unsplit; saved: mean, rstd per row ----
+// ---- layer norm: dims [batch..., h], h unsplit; saved: nothing but the input ----
+// Backward recomputes each row's mean and rstd from the saved input (one read of
+// x, the same arithmetic as forward, so the same bits): the op keeps its input
+// only, as the cost model and Korthikanti et al.'s closed forms assume.
 inline constexpr float norm_eps = 1e-5f;
-inline buffer layer_norm_fwd(op_context& c, inputs in, inputs par, op_state& st) {
+inline void layer_norm_row_stats(const float* xr, index_t h, float& mean_out, float& rstd) {
+  double mean = 0, var = 0;
+  for (index_t i = 0; i < h; ++i) mean += xr[i];
+  mean /= double(h);
+  for (index_t i = 0; i < h; ++i) var += (xr[i] - mean) * (xr[i] - mean);
+  rstd = float(1.0 / std::sqrt(var / double(h) + norm_eps));
+  mean_out = float(mean);
+}
+inline buffer layer_norm_fwd(op_context& c, inputs in, inputs par, op_state&) {
   const int nd = int(c.op.dims.size());
   const index_t rows = c.len_range(0, nd - 1), h = c.len(nd - 1);
   const buffer& x = *in[0];
-  buffer y = c.zeros(x.size()), stat = c.zeros(std::size_t(2 * rows));
+  buffer y = c.zeros(x.size());
   for (index_t r = 0; r < rows; ++r) {
     const float* xr = x.data() + r * h;
-    double mean = 0, var = 0;
-    for (index_t i = 0; i < h; ++i) mean += xr[i];
-    mean /= double(h);
-    for (index_t i = 0; i < h; ++i) var += (xr[i] - mean) * (xr[i] - mean);
-    const float rstd = float(1.0 / std::sqrt(var / double(h) + norm_eps));
-    stat[std::size_t(2 * r)] = float(mean);
-    stat[std::size_t(2 * r + 1)] = rstd;
+    float mean, rstd;
+    layer_norm_row_stats(xr, h, mean, rstd);
     for (index_t i = 0; i < h; ++i)
-      y[std::size_t(r * h + i)] = (xr[i] - float(mean)) * rstd * (*par[0])[std::size_t(i)] + (*par[1])[std::size_t(i)];
+      y[std::size_t(r * h + i)] = (xr[i] - mean) * rstd * (*par[0])[std::size_t(i)] + (*par[1])[std::size_t(i)];
   }
-  st.saved.push_back(std::move(stat));
   return y;
 }
-inline void layer_norm_bwd(op_context& c, inputs in, inputs par, op_state& st, const buffer& dy,
+inline void layer_norm_bwd(op_context& c, inputs in, inputs par, op_state&, const buffer& dy,
                            std::vector<buffer>& din, std::vector<buffer>& dpar) {
   const int nd = int(c.op.dims.size());
   const index_t rows = c.len_range(0, nd - 1), h = c.len(nd - 1);
   const buffer& x = *in[0];
-  const buffer& stat = st.saved[0];
   for (index_t r = 0; r < rows; ++r) {
-    const float mean = stat[std::size_t(2 * r)], rstd = stat[std::size_t(2 * r + 1)];
+    float mean, rstd;
+    layer_norm_row_stats(x.data() + r * h, h, mean, rstd);
     double s1 = 0, s2 = 0;
     for (index_t i = 0; i < h; ++i) {
       const std::size_t e = std::size_t(r * h + i);
