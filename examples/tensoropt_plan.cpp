@@ -9,6 +9,9 @@
 #include <tensoropt/plan/cli.hpp>
 #include <tensoropt/plan/device_file.hpp>
 #include <tensoropt/plan/explore.hpp>
+#include <tensoropt/plan/pipeline_plan_file.hpp>
+#include <tensoropt/plan/pipeline_planner.hpp>
+#include <tensoropt/plan/pipeline_spec.hpp>
 #include <tensoropt/plan/planner.hpp>
 #include <tensoropt/plan/strategy_spec.hpp>
 #include <cstdio>
@@ -233,6 +236,28 @@ int evaluate_strategy(const to::plan_cli& c, const to::op_graph& g, const to::cl
   if (g.batch % bo.micro_batches != 0)
     throw to::invalid_argument("--micro-batches " + std::to_string(bo.micro_batches) + " does not divide the batch " +
                                std::to_string(g.batch));
+  if (s.pp > 1) {  // a pipeline plan: balanced stages, each on its stage's mesh
+    if (!c.frontier_json.empty() || !c.problem_json.empty())
+      throw to::invalid_argument("--strategy with pp > 1: --frontier-json and --problem-json hold one-stage plans; "
+                                 "drop them");
+    const auto pp = to::plan_from_spec(g, cl.mesh, s, bo.micro_batches);
+    const auto pc = to::evaluate_pipeline(g, pp, cl, bo);
+    const double t = double(pc.time) / to::ps_per_second;
+    std::printf("strategy %s on %s, %lld micro-batches, precision %s: %s\n", c.strategy.c_str(), cl.describe().c_str(),
+                (long long)bo.micro_batches, std::string(bo.prec.name).c_str(), to::summarize_pipeline(g, pp).c_str());
+    std::printf("predicted (1F1B): %s per iteration, %s on the fullest device (stage %d, %s), model FLOPs utilization "
+                "%.1f %%\n",
+                to::format_seconds(t).c_str(), to::format_bytes(double(pc.memory)).c_str(), pc.peak,
+                double(pc.memory) <= cl.gpu_spec.capacity.value ? "fits" : "does NOT fit the device",
+                100 * to::model_flops_utilization(g, t, cl, bo.prec));
+    std::printf("%-8s %10s %14s %12s\n", "stage", "first op", "time", "memory");
+    for (std::size_t i = 0; i < pc.stages.size(); ++i)
+      std::printf("%-8zu %10zu %14s %12s\n", i, pp.stage_begin[i],
+                  to::format_seconds(double(pc.stages[i].time) / to::ps_per_second).c_str(),
+                  to::format_bytes(double(pc.stages[i].memory)).c_str());
+    std::printf("sends on the critical path: %s\n", to::format_seconds(double(pc.sends) / to::ps_per_second).c_str());
+    return 0;
+  }
   const auto ev = to::evaluate_spec(s, g, cl, bo);
   std::printf("strategy %s on %s, %lld micro-batch(es), precision %s\n", c.strategy.c_str(), cl.describe().c_str(),
               (long long)bo.micro_batches, std::string(bo.prec.name).c_str());
@@ -266,6 +291,66 @@ int evaluate_strategy(const to::plan_cli& c, const to::op_graph& g, const to::cl
   return 0;
 }
 
+/// --pipeline: the frontier with pipeline stages, the Megatron 3D baselines, the chosen plan.
+int plan_with_stages(const to::plan_cli& c, const to::models::model_info& m, const to::op_graph& g,
+                     const to::cluster& cl, const to::planner_options& po) {
+  to::pipeline_options o;
+  o.build = po.build;
+  o.micro_batches = po.micro_batches;
+  o.solve = po.solve;
+  o.mode = po.mode;
+  o.threads = po.threads;
+  o.progress = po.progress;
+  const auto pf = to::plan_pipeline_frontier(g, cl, o);
+  std::printf("frontier with pipeline stages: %zu plans that fit %s, %zu jobs (pipeline degree x micro-batch count), "
+              "%zu stage searches, in %.2f s%s\n",
+              pf.points.size(), to::format_bytes(cl.gpu_spec.capacity).c_str(), pf.jobs, pf.stage_searches, pf.seconds,
+              pf.exact ? " (exact)" : " (balanced stages or approximate stage searches)");
+  for (const auto& n : pf.notes) std::printf("search: %s\n", n.c_str());
+  if (pf.points.empty())
+    throw to::infeasible("no plan of " + std::string(m.name) + " fits " + to::format_bytes(cl.gpu_spec.capacity) +
+                         " per device on " + cl.describe() + ", with or without pipeline stages");
+  const std::size_t n = pf.points.size(), shown = c.all_points ? n : std::min<std::size_t>(n, 30);
+  std::printf("\n%5s %12s %12s %4s %6s  %s\n", "#", "memory", "time", "pp", "k", "plan");
+  for (std::size_t r = 0; r < shown; ++r) {
+    const std::size_t i = shown == n ? r : r * (n - 1) / (shown - 1);
+    const auto& q = pf.points[i];
+    std::printf("%5zu %12s %12s %4d %6d  %s\n", i, to::format_bytes(double(q.memory)).c_str(),
+                to::format_seconds(double(q.time) / to::ps_per_second).c_str(), q.plan.degree, q.plan.micro_batches,
+                to::summarize_pipeline(g, q.plan).c_str());
+  }
+  if (shown < n) std::printf("(%zu of %zu points, evenly spaced; --all-points shows every one)\n", shown, n);
+  if (!c.no_baselines) {
+    const auto ks = o.micro_batches.empty() ? to::detail::legal_micro_batches(g) : o.micro_batches;
+    std::printf("\nMegatron 3D baselines (full recompute, same cost model):\n");
+    for (const auto& b : to::megatron_3d_baselines(g, cl, o.build, pf.points, ks))
+      if (b.valid)
+        std::printf("  %-34s %12s %12s  %s\n", b.name.c_str(), to::format_bytes(b.memory).c_str(),
+                    to::format_seconds(b.time).c_str(), b.summary.c_str());
+  }
+  const to::pipeline_point* chosen = &pf.points.back();
+  if (c.memory_budget) {
+    const double budget = (*c.memory_budget * 1_GiB).value;
+    chosen = nullptr;
+    for (const auto& q : pf.points)
+      if (double(q.memory) <= budget) chosen = &q;
+    if (!chosen)
+      throw to::infeasible("no plan fits " + to::format_bytes(*c.memory_budget * 1_GiB) + " per device; the least "
+                           "memory with stages is " + to::format_bytes(double(pf.points.front().memory)));
+  }
+  std::printf("\nchosen plan (%s): %s on the fullest device, %s per iteration, micro-batches %d\n  %s\n",
+              c.memory_budget ? "fastest within the budget" : "fastest that fits",
+              to::format_bytes(double(chosen->memory)).c_str(),
+              to::format_seconds(double(chosen->time) / to::ps_per_second).c_str(), chosen->plan.micro_batches,
+              to::summarize_pipeline(g, chosen->plan).c_str());
+  if (!c.save_plan.empty())
+    write_file(c.save_plan,
+               to::write_plan_json(to::make_pipeline_plan_file(g, cl, o.build, *chosen,
+                                                               m.spec.empty() ? std::string(m.name) : m.spec)),
+               "plan");
+  return 0;
+}
+
 int run(int argc, char** argv) {
   const auto c = to::parse_plan_cli(argc, argv);
   if (c.help) { std::fputs(to::plan_cli_usage().c_str(), stdout); return 0; }
@@ -289,6 +374,7 @@ int run(int argc, char** argv) {
   std::printf("cluster %s (%s per device), precision %s\n", cl.describe().c_str(),
               to::format_bytes(cl.gpu_spec.capacity).c_str(), std::string(o.build.prec.name).c_str());
   std::fflush(stdout);
+  if (c.pipeline) return plan_with_stages(c, m, g, cl, o);
   const auto pf = to::plan_frontier(g, cl, o);
   std::printf("frontier: %zu Pareto-optimal plans that fit %s, over %zu micro-batch count%s, in %.2f s%s\n\n",
               pf.points.size(), to::format_bytes(cl.gpu_spec.capacity).c_str(), pf.parts.size(),

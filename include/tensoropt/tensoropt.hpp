@@ -41,3 +41,6 @@
 #include "plan/plan_file.hpp"
 #include "plan/planner.hpp"
 #include "plan/explore.hpp"
+#include "plan/pipeline_planner.hpp"
+#include "plan/pipeline_spec.hpp"
+#include "plan/pipeline_plan_file.hpp"

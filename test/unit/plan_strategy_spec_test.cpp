@@ -28,7 +28,8 @@ TEST_CASE("strategy spec: parsing") {
   CHECK(s.zero);
   CHECK(s.recompute == strategy_spec::recompute_kind::selective);
   CHECK(parse_strategy_spec("dp=2").dp == 2);
-  CHECK(error_of([] { parse_strategy_spec("pp=2"); }).find("valid keys: dp, tp, sp, recompute, zero") !=
+  CHECK(parse_strategy_spec("pp=4,tp=2").pp == 4);
+  CHECK(error_of([] { parse_strategy_spec("vp=2"); }).find("valid keys: pp, dp, tp, sp, recompute, zero") !=
         std::string::npos);
   CHECK(error_of([] { parse_strategy_spec("recompute=some"); }).find("none, selective, full") != std::string::npos);
   CHECK(error_of([] { parse_strategy_spec("tp=0"); }).find("positive integer") != std::string::npos);

@@ -38,6 +38,7 @@ struct plan_cli {
   std::string frontier_json, problem_json, solve, svg, html;
   std::string save_plan;                ///< write the chosen plan (tensoropt-plan/1)
   std::string strategy;                 ///< evaluate this SPEC instead of searching
+  bool pipeline = false;                ///< search pipeline stages too (plan/pipeline_planner.hpp)
   bool no_baselines = false, quiet = false, help = false;
   bool all_points = false;  ///< table, plot and HTML show every point, not a 1 % cover
 
@@ -82,9 +83,11 @@ struct reflection<plan_cli> {
           .meta("FILE"),
       field("save-plan", &c::save_plan, "write the chosen plan, tensoropt-plan/1: the fastest within "
                                         "--memory-budget, else the fastest that fits the device").meta("FILE"),
-      field("strategy", &c::strategy, "evaluate one plan instead of searching: dp=..,tp=..,sp=0|1,"
-                                      "recompute=none|selective|full,zero=0|1 (dp default: devices / tp)")
+      field("strategy", &c::strategy, "evaluate one plan instead of searching: pp=..,dp=..,tp=..,sp=0|1,"
+                                      "recompute=none|selective|full,zero=0|1 (dp default: devices / (tp pp))")
           .meta("SPEC"),
+      field("pipeline", &c::pipeline, "search pipeline stages too: every legal pipeline degree, balanced stages, "
+                                      "1F1B; with the Megatron 3D baselines; --save-plan writes tensoropt-plan/2"),
       field("solve", &c::solve, "read a tensoropt-problem/1 file instead of a model").meta("FILE"),
       field("svg", &c::svg, "plot of the frontier").meta("FILE"),
       field("html", &c::html, "report of the frontier").meta("FILE"),
@@ -134,6 +137,11 @@ inline plan_cli parse_plan_cli(int argc, const char* const* argv) {
                            "drop one");
   if (g.has("save-plan") && g.has("device-counts"))
     throw invalid_argument("--save-plan writes one plan of one cluster; --device-counts plans several: drop one");
+  if (g.has("pipeline"))
+    for (std::string_view f : {"strategy", "device-counts", "solve", "frontier-json", "problem-json", "svg", "html"})
+      if (g.has(f))
+        throw invalid_argument("--pipeline prints the frontier with stages and saves a plan (--save-plan); --" +
+                               std::string(f) + " does not apply to it: drop one");
   if (g.has("strategy") && g.has("device-counts"))
     throw invalid_argument("--strategy evaluates one plan on one cluster: drop --device-counts (or --strategy)");
   if (g.has("device-counts") && (g.has("devices") || g.has("nodes")))

@@ -30,6 +30,10 @@ struct pipeline_plan {
   std::vector<std::size_t> stage_begin;  ///< first op of each stage (size p)
   std::vector<op_config> configs;        ///< configs[i]: op i's config on its stage's mesh
   device_mesh mesh{1, 1};                ///< the whole cluster
+  /// Optional: receive_configs[s - 1] is the layout (a config of its stage's mesh for the
+  /// received tensor's axes) in which stage s >= 1 takes its input; the planner fills it
+  /// (size p - 1), an empty list lets the cost model pick the cheapest.
+  std::vector<op_config> receive_configs{};
 };
 
 /// Why p stages do not fit on `m`, or "" when p is a legal pipeline degree there.
@@ -77,6 +81,9 @@ inline std::string pipeline_plan_error(const pipeline_plan& pp, std::size_t ops)
              ": stage starts must increase and each stage must hold at least one op";
   if (pp.configs.size() != ops)
     return "the plan has " + std::to_string(pp.configs.size()) + " configs for " + std::to_string(ops) + " ops";
+  if (!pp.receive_configs.empty() && pp.receive_configs.size() + 1 != pp.stage_begin.size())
+    return "the plan lists " + std::to_string(pp.receive_configs.size()) + " received layouts for " +
+           std::to_string(pp.stage_begin.size() - 1) + " stages after the first";
   return "";
 }
 

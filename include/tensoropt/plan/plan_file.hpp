@@ -1,4 +1,4 @@
-// The plan file "tensoropt-plan/1": one chosen plan, written by the planner and run
+// The plan file "tensoropt-plan/2" (and "/1"): one chosen plan, written by the planner and run
 // by a training program, possibly on another machine and long after planning.
 //
 // Format (units: seconds and bytes; JSON):
@@ -12,8 +12,13 @@
 //     "summary": "<one line>",
 //     "ops": [ {"name": "<op>", "label": "<config label>",
 //               "dims": {"<dim>": {"extent": <e>, "degrees": [<per mesh level: nodes, gpus>]}, ...},
-//               "recompute": <bool>, "shard_optimizer": <bool>} ] }
+//               "recompute": <bool>, "shard_optimizer": <bool>} ],
+//     "pipeline": {"degree": <p>, "stage_begin": [<first op of each stage>],
+//                  "receive": [<per stage after the first: the received input's
+//                               "dims" object as an op's>]} }      (only in "/2")
 //
+// "/2" adds "pipeline": a pipeline_plan (plan/pipeline_plan.hpp) whose op degrees are
+// for each stage's mesh. Without it a "/2" file is a one-stage plan as "/1" is.
 // Every op is named, so a reader applies a config to the op of that name, and the
 // dims carry their extents, so a plan for another model (other names, another batch
 // or width) is refused naming the first difference rather than run with configs
@@ -21,7 +26,8 @@
 // device count is refused. Precision is checked by the runtime that runs it (the
 // CPU backend runs fp32).
 //
-// Versioning: the "/1" names the layout above. Readers refuse other formats; new
+// Versioning: "/1" is the layout above without "pipeline"; "/2" adds it. Readers take
+// both and refuse other formats; new
 // optional fields may be added under the same version, and any change a reader
 // of "/1" would misread gets a new number.
 #pragma once
@@ -59,6 +65,10 @@ struct plan_file {
   bytes memory{};
   std::string summary;
   std::vector<op_entry> ops;
+  /// "/2": pipeline stages (degree 1: none); receive[s - 1]: stage s's received input layout
+  int pipeline_degree = 1;
+  std::vector<std::size_t> stage_begin{};
+  std::vector<op_entry> receive{};
 
   index_t devices() const { return nodes * gpus_per_node; }
 };
@@ -106,7 +116,7 @@ inline plan_file make_plan_file(const plan& p, std::string spec = {}) {
 inline std::string write_plan_json(const plan_file& f) {
   using oj = nlohmann::ordered_json;
   oj head;
-  head["format"] = "tensoropt-plan/1";
+  head["format"] = f.pipeline_degree > 1 ? "tensoropt-plan/2" : "tensoropt-plan/1";
   head["model"] = {{"name", f.model}, {"spec", f.spec}, {"batch", f.batch}, {"ops", f.op_count},
                    {"parameters", f.parameters}};
   head["cluster"] = {{"nodes", f.nodes}, {"gpus_per_node", f.gpus_per_node}, {"gpu", f.gpu}};
@@ -127,7 +137,19 @@ inline std::string write_plan_json(const plan_file& f) {
              {"shard_optimizer", e.shard_optimizer}};
     s += (i ? ",\n  " : "\n  ") + op.dump();
   }
-  s += "]}\n";
+  s += "]";
+  if (f.pipeline_degree > 1) {
+    oj rec = oj::array();
+    for (const auto& e : f.receive) {
+      oj dims = oj::object();
+      for (std::size_t d = 0; d < e.dims.size(); ++d)
+        dims[e.dims[d]] = {{"extent", e.extents[d]}, {"degrees", e.degrees[d]}};
+      rec.push_back(dims);
+    }
+    oj pl = {{"degree", f.pipeline_degree}, {"stage_begin", f.stage_begin}, {"receive", rec}};
+    s += ",\n \"pipeline\": " + pl.dump();
+  }
+  s += "}\n";
   return s;
 }
 
@@ -144,6 +166,47 @@ inline bool plan_json_bool(const nlohmann::json& v, const std::string& at) {
 }
 }  // namespace detail
 
+namespace detail {
+/// The "dims" object of an op entry (extents and degrees per dim) into `e`.
+inline void read_plan_dims(const nlohmann::json& dims, const std::string& at, plan_file::op_entry& e) {
+  if (!dims.is_object()) throw format_error(at + ": expected an object of dims");
+  for (auto it = dims.begin(); it != dims.end(); ++it) {
+    const std::string dat = at + "." + it.key();
+    e.dims.push_back(it.key());
+    e.extents.push_back(plan_json_int(json_field(*it, "extent", dat), dat + ".extent", 1, INT64_MAX));
+    const auto& deg = json_array(json_field(*it, "degrees", dat), dat + ".degrees");
+    if (deg.size() != std::size_t(max_levels))
+      throw format_error(dat + ".degrees: expected " + std::to_string(max_levels) +
+                         " degrees (one per mesh level: nodes, gpus), got " + std::to_string(deg.size()));
+    std::array<std::int32_t, max_levels> d{};
+    for (std::size_t L = 0; L < deg.size(); ++L)
+      d[L] = std::int32_t(plan_json_int(deg[L], dat + ".degrees[" + std::to_string(L) + "]", 1, max_devices));
+    e.degrees.push_back(d);
+  }
+}
+/// The "pipeline" object of a "/2" file.
+inline void read_plan_pipeline(const nlohmann::json& pl, plan_file& f) {
+  if (!pl.is_object()) throw format_error("pipeline: expected an object");
+  f.pipeline_degree = int(plan_json_int(json_field(pl, "degree", "pipeline"), "pipeline.degree", 1, max_devices));
+  const auto& sb = json_array(json_field(pl, "stage_begin", "pipeline"), "pipeline.stage_begin");
+  if (sb.size() != std::size_t(f.pipeline_degree))
+    throw format_error("pipeline.stage_begin: expected " + std::to_string(f.pipeline_degree) + " stage starts, got " +
+                       std::to_string(sb.size()));
+  for (std::size_t s = 0; s < sb.size(); ++s)
+    f.stage_begin.push_back(std::size_t(plan_json_int(sb[s], "pipeline.stage_begin[" + std::to_string(s) + "]", 0,
+                                                      std::int64_t(f.op_count) - 1)));
+  const auto& rec = json_array(json_field(pl, "receive", "pipeline"), "pipeline.receive");
+  if (!rec.empty() && rec.size() + 1 != sb.size())
+    throw format_error("pipeline.receive: expected " + std::to_string(sb.size() - 1) + " layouts (one per stage after "
+                       "the first), got " + std::to_string(rec.size()));
+  for (std::size_t s = 0; s < rec.size(); ++s) {
+    plan_file::op_entry e;
+    read_plan_dims(rec[s], "pipeline.receive[" + std::to_string(s) + "]", e);
+    f.receive.push_back(std::move(e));
+  }
+}
+}  // namespace detail
+
 /// Reads a plan file's text, checking every field; throws format_error naming the
 /// field.
 inline plan_file read_plan_json(std::string_view text) {
@@ -151,8 +214,9 @@ inline plan_file read_plan_json(std::string_view text) {
   const nlohmann::json j = detail::parse_json_text(text, "plan");
   if (!j.is_object()) throw format_error(std::string("plan file: expected a JSON object, got ") + j.type_name());
   const auto& fmt = json_field(j, "format", "");
-  if (!fmt.is_string() || fmt.get<std::string>() != "tensoropt-plan/1")
-    throw format_error("format: expected \"tensoropt-plan/1\", got " + detail::json_echo(fmt));
+  const bool v2 = fmt.is_string() && fmt.get<std::string>() == "tensoropt-plan/2";
+  if (!fmt.is_string() || (fmt.get<std::string>() != "tensoropt-plan/1" && !v2))
+    throw format_error("format: expected \"tensoropt-plan/1\" or \"tensoropt-plan/2\", got " + detail::json_echo(fmt));
   plan_file f;
   const auto& m = json_field(j, "model", "");
   f.model = json_string(json_field(m, "name", "model"), "model.name");
@@ -205,6 +269,7 @@ inline plan_file read_plan_json(std::string_view text) {
         detail::plan_json_bool(json_field(ops[i], "shard_optimizer", at), json_path(at, "shard_optimizer"));
     f.ops.push_back(std::move(e));
   }
+  if (v2 && j.contains("pipeline")) detail::read_plan_pipeline(j["pipeline"], f);
   return f;
 }
 

@@ -2,8 +2,9 @@
 // evaluation on the cost model: time, memory, model FLOPs utilization and a per-op
 // breakdown, so one plan can be checked against a measured run without a search.
 //
-// SPEC is comma-separated key=value: dp (data-parallel degree; default: the devices
-// left over by tp), tp (Megatron tensor-parallel degree, default 1), sp=0|1
+// SPEC is comma-separated key=value: pp (pipeline degree, default 1: pp > 1 makes a
+// pipeline plan, plan/pipeline_spec.hpp), dp (data-parallel degree; default: the devices
+// left over by tp and pp), tp (Megatron tensor-parallel degree, default 1), sp=0|1
 // (sequence parallelism), recompute=none|selective|full (selective = the attention
 // cores, as in Korthikanti et al. 2022; full = every op where meaningful, which
 // keeps each layer's input), zero=0|1 (optimizer-state sharding over the replicas).
@@ -28,8 +29,9 @@ namespace tensoropt {
 
 struct strategy_spec {
   enum class recompute_kind : std::uint8_t { none, selective, full };
-  index_t dp = 0;  ///< 0: the devices left over by tp
+  index_t dp = 0;  ///< 0: the devices left over by tp (and pp)
   index_t tp = 1;
+  index_t pp = 1;  ///< pipeline stages (plan/pipeline_spec.hpp)
   bool sp = false;
   recompute_kind recompute = recompute_kind::none;
   bool zero = false;
@@ -64,13 +66,14 @@ inline strategy_spec parse_strategy_spec(std::string_view spec) {
     rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
     const auto eq = item.find('=');
     if (eq == std::string_view::npos)
-      throw invalid_argument("--strategy: '" + std::string(item) + "' is not key=value; valid keys: dp, tp, sp, "
+      throw invalid_argument("--strategy: '" + std::string(item) + "' is not key=value; valid keys: pp, dp, tp, sp, "
                              "recompute, zero");
     const std::string_view k = item.substr(0, eq), v = item.substr(eq + 1);
     if (std::find(seen.begin(), seen.end(), std::string(k)) != seen.end())
       throw invalid_argument("--strategy: key '" + std::string(k) + "' is given twice");
     seen.emplace_back(k);
     if (k == "dp") s.dp = detail::spec_int(k, v);
+    else if (k == "pp") s.pp = detail::spec_int(k, v);
     else if (k == "tp") s.tp = detail::spec_int(k, v);
     else if (k == "sp") s.sp = detail::spec_bool(k, v);
     else if (k == "zero") s.zero = detail::spec_bool(k, v);
@@ -81,7 +84,7 @@ inline strategy_spec parse_strategy_spec(std::string_view spec) {
       else
         throw invalid_argument("--strategy: recompute=" + std::string(v) + "; valid: none, selective, full");
     } else
-      throw invalid_argument("--strategy: unknown key '" + std::string(k) + "'; valid keys: dp, tp, sp, recompute, "
+      throw invalid_argument("--strategy: unknown key '" + std::string(k) + "'; valid keys: pp, dp, tp, sp, recompute, "
                              "zero");
   }
   return s;
@@ -90,6 +93,9 @@ inline strategy_spec parse_strategy_spec(std::string_view spec) {
 /// The per-op configs of `s` on `mesh` for graph `g` (a micro-batch graph). Throws
 /// invalid_argument when the degrees do not fit the mesh or do not divide the dims.
 inline std::vector<op_config> configs_of(const strategy_spec& s, const op_graph& g, const device_mesh& mesh) {
+  if (s.pp > 1)
+    throw invalid_argument("--strategy: pp=" + std::to_string(s.pp) +
+                           " makes a pipeline plan; evaluate it with plan_from_spec / evaluate_pipeline");
   const index_t n = mesh.devices();
   const index_t dp = s.dp ? s.dp : n / s.tp;
   if (s.tp > n || n % s.tp != 0 || dp * s.tp != n)

@@ -1,0 +1,217 @@
+// Pipeline stages in the planner: the 1F1B cost model against hand computations, the
+// max-max merge and the search over partitions against brute force, and every point's
+// plan re-costed exactly.
+#include <doctest/doctest.h>
+#include <random>
+#include <tensoropt/plan/pipeline_planner.hpp>
+#include "cost_test_graphs.hpp"
+
+namespace to = tensoropt;
+
+namespace {
+struct tm_point {
+  to::cost_t time, memory;
+  bool operator==(const tm_point&) const = default;
+};
+std::vector<tm_point> pareto(std::vector<tm_point> v) {
+  std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.memory != b.memory ? a.memory < b.memory : a.time < b.time; });
+  std::vector<tm_point> out;
+  for (auto& q : v)
+    if (out.empty() || q.time < out.back().time) out.push_back(q);
+  return out;
+}
+to::cluster small_cluster(to::index_t nodes, to::index_t gpus) {
+  return to::cluster::nodes(nodes).gpus_per_node(gpus).gpu(to::gpus::a100_80gb);
+}
+/// Every (time, memory) of stage [a, b) as stage i of p, k micro-batches: all configs of
+/// every op of the stage graph, each combination evaluated (then its Pareto set).
+std::vector<tm_point> brute_stage(const to::op_graph& micro, std::size_t a, std::size_t b, const to::cluster& cl,
+                                  to::index_t k, to::index_t p, to::index_t i) {
+  const auto sg = to::stage_graph(micro, a, b);
+  const auto scl = to::stage_cluster(cl, p);
+  std::vector<std::vector<to::op_config>> all;
+  for (auto& op : sg.graph.ops) all.push_back(to::enumerate_configs(sg.graph, op, scl.mesh));
+  to::cost_options co;
+  co.micro_batches = to::pipeline_slots(k, p);
+  std::vector<tm_point> pts;
+  std::vector<std::size_t> at(all.size(), 0);
+  std::vector<to::op_config> cs(all.size());
+  while (true) {
+    for (std::size_t j = 0; j < all.size(); ++j) cs[j] = all[j][at[j]];
+    const auto c = to::evaluate_stage(sg.graph, cs, scl, co, to::in_flight(k, p, i), to::bytes(0));
+    pts.push_back({c.time, c.memory});
+    std::size_t j = 0;
+    while (j < at.size() && ++at[j] == all[j].size()) at[j++] = 0;
+    if (j == at.size()) break;
+  }
+  return pareto(pts);
+}
+/// The frontier over every partition into p stages at cut points and every stage config.
+std::vector<tm_point> brute_pipeline(const to::op_graph& g, const to::cluster& cl, to::index_t p, to::index_t k) {
+  const auto micro = to::with_batch(g, g.batch / k);
+  const auto cuts = to::cut_points(micro);
+  std::vector<tm_point> out;
+  std::vector<std::size_t> pick(std::size_t(p) - 1);
+  // every increasing choice of p - 1 cut points
+  std::function<void(std::size_t, std::size_t)> rec = [&](std::size_t d, std::size_t from) {
+    if (d == pick.size()) {
+      std::vector<std::size_t> starts{0};
+      for (auto x : pick) starts.push_back(x);
+      std::vector<tm_point> acc{{0, 0}};
+      for (std::size_t s = 0; s < starts.size(); ++s) {
+        const auto st = brute_stage(micro, starts[s], s + 1 < starts.size() ? starts[s + 1] : g.ops.size(), cl, k, p,
+                                    to::index_t(s));
+        std::vector<tm_point> next;
+        for (auto& x : acc)
+          for (auto& y : st) next.push_back({std::max(x.time, y.time), std::max(x.memory, y.memory)});
+        acc = pareto(next);
+      }
+      const to::cost_t sends = to::pipeline_sends(micro, cl, p, starts, to::precisions::bf16_mixed);
+      for (auto& x : acc) out.push_back({x.time + sends, x.memory});
+      return;
+    }
+    for (std::size_t c = from; c < cuts.size(); ++c) {
+      pick[d] = cuts[c];
+      rec(d + 1, c + 1);
+    }
+  };
+  rec(0, 0);
+  return pareto(out);
+}
+}  // namespace
+
+TEST_CASE("1F1B: in-flight micro-batches and slots by hand") {
+  // p = 4, k = 8: stage 0 holds 4 micro-batches, stage 3 one; 8 + 4 - 1 = 11 slots
+  CHECK(to::in_flight(8, 4, 0) == 4);
+  CHECK(to::in_flight(8, 4, 1) == 3);
+  CHECK(to::in_flight(8, 4, 3) == 1);
+  CHECK(to::in_flight(2, 4, 0) == 2);  // fewer micro-batches than stages: k bounds it
+  CHECK(to::pipeline_slots(8, 4) == 11);
+  CHECK(to::pipeline_slots(1, 1) == 1);
+  // the slowest stage sets the time, the fullest the memory; sends add
+  const auto c = to::combine_stages({{10, 7}, {30, 5}, {20, 9}}, 5);
+  CHECK(c.time == 35);
+  CHECK(c.memory == 9);
+  CHECK(c.bottleneck == 1);
+  CHECK(c.peak == 2);
+}
+
+TEST_CASE("a hand-written pipeline plan costs (k + p - 1) c + u per stage, activations times in flight") {
+  const auto g = to::testing::mlp(16, {64, 128, 128, 128, 64});
+  const auto cl = small_cluster(2, 2);
+  const to::index_t p = 2, k = 4;
+  to::pipeline_plan pp;
+  pp.degree = int(p);
+  pp.micro_batches = int(k);
+  pp.mesh = cl.mesh;
+  pp.stage_begin = {0, 5};  // input, fc1, relu, fc2, relu | fc3, relu, fc4, relu
+  pp.configs.assign(g.ops.size(), to::op_config{});
+  for (auto& c : pp.configs) c.degree[1][0] = 2;  // data parallel over the stage's 2 devices
+  const auto cost = to::evaluate_pipeline(g, pp, cl);
+  const auto micro = to::with_batch(g, g.batch / k);
+  const auto scl = to::stage_cluster(cl, p);
+  CHECK(scl.mesh == to::device_mesh(1, 2));
+  to::cost_t expect_time = 0, expect_memory = 0;
+  for (std::size_t s = 0; s < 2; ++s) {
+    const auto sg = to::stage_graph(micro, pp.stage_begin[s], s ? g.ops.size() : pp.stage_begin[1]);
+    std::vector<to::op_config> cs(sg.graph.ops.size(), pp.configs[0]);
+    // c + u and 2c + u from the ordinary evaluation with 1 and 2 micro-batches
+    to::build_options one, two;
+    two.micro_batches = 2;
+    const auto e1 = to::evaluate(sg.graph, cs, scl, one), e2 = to::evaluate(sg.graph, cs, scl, two);
+    const double c = double(e2.time - e1.time), u = double(e1.time) - c;
+    const double t = double(k + p - 1) * c + u;
+    // activations of one micro-batch: ops' saved buffers and edges' saved inputs
+    const auto facts = to::analyze(sg.graph);
+    double act = 0;
+    for (std::size_t j = 0; j < sg.graph.ops.size(); ++j)
+      act += to::cost_op(sg.graph, int(j), cs[j], scl, {}, facts[j]).activations.value;
+    for (auto& e : sg.graph.edges()) act += to::edge_memory(sg.graph, e, cs[std::size_t(e.from)], cs[std::size_t(e.to)]).value;
+    CHECK(act > 0);
+    const double m = double(e1.memory) + double(std::min(k, p - to::index_t(s)) - 1) * act;
+    CHECK(std::abs(double(cost.stages[s].time) - t) <= double(4 * sg.graph.ops.size()));
+    CHECK(std::abs(double(cost.stages[s].memory) - m) <= double(4 * sg.graph.ops.size()));
+    expect_time = std::max(expect_time, cost.stages[s].time);
+    expect_memory = std::max(expect_memory, cost.stages[s].memory);
+  }
+  // one boundary between the two nodes: [16/4, 128] bf16 activation split over 2 devices, both ways
+  const double bytes_each = 4.0 * 128 * 2 / 2;
+  const double send = cl.inter_link.latency.value + bytes_each / cl.inter_link.bw.value;
+  CHECK(cost.sends == 2 * to::cost_t(send * 1e12 + 0.5));
+  CHECK(cost.time == expect_time + cost.sends);
+  CHECK(cost.memory == expect_memory);
+  // stage 0 holds 2 micro-batches: more memory than with one stage's worth
+  CHECK(cost.stages[0].memory > cost.stages[1].memory);
+}
+
+TEST_CASE("max-max merge equals brute force on random staircases") {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    auto make = [&](int n) {
+      std::vector<tm_point> v;
+      for (int i = 0; i < n; ++i) v.push_back({to::cost_t(rng() % 50), to::cost_t(rng() % 50)});
+      return pareto(v);
+    };
+    const auto a = make(1 + int(rng() % 8)), b = make(1 + int(rng() % 8));
+    std::vector<tm_point> all;
+    for (auto& x : a)
+      for (auto& y : b) all.push_back({std::max(x.time, y.time), std::max(x.memory, y.memory)});
+    std::vector<tm_point> got;
+    for (auto& m : to::max_max_merge(a, b)) {
+      got.push_back({m.time, m.memory});
+      CHECK(m.time == std::max(a[std::size_t(m.a)].time, b[std::size_t(m.b)].time));
+      CHECK(m.memory == std::max(a[std::size_t(m.a)].memory, b[std::size_t(m.b)].memory));
+    }
+    CHECK(got == pareto(all));
+  }
+}
+
+TEST_CASE("cut points and stage graphs") {
+  const auto g = to::testing::mlp(8, {8, 16, 8});
+  // input, fc1, relu, fc2, relu: one tensor crosses before every op
+  CHECK(to::cut_points(g) == std::vector<std::size_t>{1, 2, 3, 4});
+  const auto sg = to::stage_graph(g, 2, 5);
+  REQUIRE(sg.graph.ops.size() == 4);
+  CHECK(sg.op_of == std::vector<int>{-1, 2, 3, 4});
+  CHECK(sg.graph.ops[0].kind == to::op_kind::input);
+  CHECK(sg.graph.ops[0].dims[0].batch);
+  CHECK(sg.graph.ops[1].inputs[0].tensor == sg.graph.ops[0].output.tensor);
+  CHECK_THROWS_AS(to::stage_graph(g, 3, 3), to::invalid_argument);
+}
+
+TEST_CASE("pipeline search over every partition equals brute force on random MLPs") {
+  std::mt19937 rng(11);
+  const to::index_t widths[] = {4, 8, 12, 16};
+  for (int trial = 0; trial < 4; ++trial) {
+    std::vector<to::index_t> w;
+    const int layers = trial == 2 ? 3 : 2;
+    for (int i = 0; i <= layers; ++i) w.push_back(widths[rng() % 4]);
+    const auto g = to::testing::mlp(8, w);
+    const auto cl = trial == 1 ? small_cluster(2, 1) : small_cluster(1, trial == 3 ? 4 : 2);
+    CAPTURE(trial);
+    to::pipeline_options o;
+    o.partitions = to::partition_search::all;
+    o.micro_batches = {2, 4};
+    o.threads = 1;
+    const auto pf = to::plan_pipeline_frontier(g, cl, o);
+    CHECK(pf.exact);
+    std::vector<tm_point> brute;
+    for (to::index_t p : to::legal_pipeline_degrees(g, cl.mesh))
+      for (to::index_t k : o.micro_batches)
+        if (k >= p)
+          for (auto& q : brute_pipeline(g, cl, p, k)) brute.push_back(q);
+    brute = pareto(brute);
+    std::vector<tm_point> got;
+    bool deeper = false;
+    for (auto& q : pf.points) {
+      got.push_back({q.time, q.memory});
+      deeper = deeper || q.plan.degree > 1;
+      CHECK(to::pipeline_plan_error(q.plan, g.ops.size()) == "");
+      const auto c = to::evaluate_pipeline(g, q.plan, cl);
+      CHECK(c.time == q.time);
+      CHECK(c.memory == q.memory);
+    }
+    CHECK(got == brute);
+    CHECK(deeper);
+  }
+}

@@ -1,0 +1,214 @@
+// Pipeline plans from `--strategy pp=P,...`, the Megatron 3D baselines, and the balanced
+// pipeline search on a small GPT: p = 1 equals today's planner, every point re-costs.
+#include <doctest/doctest.h>
+#include <tensoropt/models/zoo.hpp>
+#include <tensoropt/plan/pipeline_planner.hpp>
+#include <tensoropt/plan/pipeline_plan_file.hpp>
+#include <tensoropt/plan/pipeline_spec.hpp>
+
+namespace to = tensoropt;
+
+namespace {
+struct tm_point {
+  to::cost_t time, memory;
+};
+const char* tiny_gpt = "gpt:layers=4,hidden=64,heads=4,seq=16,vocab=64,batch=8";
+to::cluster mesh_cluster(to::index_t nodes, to::index_t gpus) {
+  return to::cluster::nodes(nodes).gpus_per_node(gpus).gpu(to::gpus::a100_80gb);
+}
+std::string error_of(auto&& f) {
+  try {
+    f();
+  } catch (const to::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("plan_from_spec: balanced stages, Megatron configs on each stage's mesh") {
+  const auto g = to::models::lower(tiny_gpt);
+  const auto cl = mesh_cluster(2, 4);
+  const auto s = to::parse_strategy_spec("pp=2,tp=2,recompute=full");
+  const auto pp = to::plan_from_spec(g, cl.mesh, s, 4);
+  CHECK(to::pipeline_plan_error(pp, g.ops.size()) == "");
+  CHECK(pp.degree == 2);
+  CHECK(pp.micro_batches == 4);
+  // the second stage starts at the first op of layer 2 of 4
+  const auto rb = to::largest_repeat(g);
+  REQUIRE(rb.instances.size() == 4);
+  CHECK(pp.stage_begin == std::vector<std::size_t>{0, std::size_t(rb.instances[2][0])});
+  // every op's config is for the stage's 1 x 4 mesh: products of degrees are at most 4
+  for (auto& c : pp.configs) {
+    std::int64_t n = 1;
+    for (int d = 0; d < to::max_op_dims; ++d) n *= c.total_degree(d);
+    CHECK(n <= 4);
+  }
+  const auto c = to::evaluate_pipeline(g, pp, cl);
+  CHECK(c.stages.size() == 2);
+  CHECK(c.time > c.sends);
+  CHECK(to::summarize_pipeline(g, pp).rfind("pp 2 x ", 0) == 0);
+}
+
+TEST_CASE("plan_from_spec: illegal degrees are one-line errors") {
+  const auto g = to::models::lower(tiny_gpt);
+  const auto cl = mesh_cluster(2, 4);
+  CHECK(error_of([&] { to::plan_from_spec(g, cl.mesh, to::parse_strategy_spec("pp=3"), 4); }).find("does not divide") !=
+        std::string::npos);
+  CHECK(error_of([&] { to::plan_from_spec(g, cl.mesh, to::parse_strategy_spec("pp=4"), 2); }).find("at least 4 micro") !=
+        std::string::npos);
+  CHECK(error_of([&] { to::plan_from_spec(g, cl.mesh, to::parse_strategy_spec("pp=2,tp=2,dp=4"), 4); })
+            .find("make tp * pp * dp equal the device count") != std::string::npos);
+  CHECK(error_of([&] { to::plan_from_spec(g, to::device_mesh(1, 8), to::parse_strategy_spec("pp=8"), 8); })
+            .find("exceeds the 4 layers") != std::string::npos);
+  // a pipeline spec is not an ordinary plan
+  CHECK(error_of([&] { to::configs_of(to::parse_strategy_spec("pp=2"), g, cl.mesh); }).find("pipeline plan") !=
+        std::string::npos);
+}
+
+TEST_CASE("Megatron 3D baselines: every legal degree triple, named with pp") {
+  const auto g = to::models::lower(tiny_gpt);
+  const auto cl = mesh_cluster(2, 4);
+  const auto base = to::megatron_3d_baselines(g, cl, {}, {}, {1, 2, 4, 8});
+  // p = 1 (2 x 4: tp 1, 2, 4), p = 2 (1 x 4: tp 1, 2, 4), p = 4 (1 x 2: tp 1, 2); p = 8 > 4 layers
+  std::vector<std::string> names;
+  for (auto& b : base) names.push_back(b.name.substr(0, b.name.find(',')));
+  CHECK(names == std::vector<std::string>{"pp 1 x tp 1 x dp 8", "pp 1 x tp 2 x dp 4", "pp 1 x tp 4 x dp 2",
+                                          "pp 2 x tp 1 x dp 4", "pp 2 x tp 2 x dp 2", "pp 2 x tp 4 x dp 1",
+                                          "pp 4 x tp 1 x dp 2", "pp 4 x tp 2 x dp 1"});
+  for (auto& b : base) {
+    CHECK(b.valid);
+    CHECK(b.time > 0);
+  }
+  // with 4 or 8 micro-batches of 8 sequences, dp 8 and dp 4 at p <= 2 do not divide a micro-batch
+  const auto few = to::megatron_3d_baselines(g, cl, {}, {}, {4, 8});
+  REQUIRE(few.size() == base.size());
+  CHECK_FALSE(few[0].valid);
+  CHECK(few[0].summary.find("does not divide") != std::string::npos);
+  CHECK(few[4].valid);
+}
+
+TEST_CASE("balanced pipeline search: p = 1 is today's frontier, every point re-costs exactly") {
+  const auto g = to::models::lower(tiny_gpt);
+  const auto cl = mesh_cluster(1, 4);
+  to::pipeline_options o;
+  o.partitions = to::partition_search::balanced;
+  o.micro_batches = {4};
+  o.threads = 1;
+  o.degrees = {1};
+  const auto one = to::plan_pipeline_frontier(g, cl, o);
+  to::planner_options po;
+  po.micro_batches = {4};
+  po.baselines = false;
+  po.threads = 1;
+  po.check_restriction = false;
+  const auto today = to::plan_frontier(g, cl, po);
+  REQUIRE(one.points.size() == today.points.size());
+  for (std::size_t i = 0; i < one.points.size(); ++i) {
+    CHECK(one.points[i].time == today.points[i].time);
+    CHECK(one.points[i].memory == today.points[i].memory);
+  }
+  o.degrees.clear();
+  const auto all = to::plan_pipeline_frontier(g, cl, o);
+  bool deeper = false;
+  for (auto& q : all.points) {
+    deeper = deeper || q.plan.degree > 1;
+    const auto c = to::evaluate_pipeline(g, q.plan, cl);
+    CHECK(c.time == q.time);
+    CHECK(c.memory == q.memory);
+  }
+  CHECK(deeper);
+  // today's points are on or behind the frontier with stages
+  for (auto& t : today.points) {
+    bool covered = false;
+    for (auto& q : all.points) covered = covered || (q.memory <= t.memory && q.time <= t.time);
+    CHECK(covered);
+  }
+}
+
+TEST_CASE("plan file /2 carries the stages; a pipeline point reads back and re-costs exactly") {
+  const auto g = to::models::lower(tiny_gpt);
+  const auto cl = mesh_cluster(1, 4);
+  to::pipeline_options o;
+  o.partitions = to::partition_search::balanced;
+  o.micro_batches = {4};
+  o.threads = 1;
+  o.degrees = {2};
+  const auto pf = to::plan_pipeline_frontier(g, cl, o);
+  REQUIRE(!pf.points.empty());
+  const auto& q = pf.points.front();
+  const auto f = to::make_pipeline_plan_file(g, cl, {}, q);
+  const std::string text = to::write_plan_json(f);
+  CHECK(text.find("\"tensoropt-plan/2\"") != std::string::npos);
+  const auto back = to::pipeline_plan_for_graph(to::read_plan_json(text), g);
+  CHECK(back.degree == 2);
+  CHECK(back.stage_begin == q.plan.stage_begin);
+  CHECK(back.configs == q.plan.configs);
+  CHECK(back.receive_configs == q.plan.receive_configs);
+  const auto c = to::evaluate_pipeline(g, back, cl);
+  CHECK(c.time == q.time);
+  CHECK(c.memory == q.memory);
+  // a stage list that does not match the degree is a format error naming the field
+  std::string bad = text;
+  const auto at = bad.find("\"degree\":2");
+  REQUIRE(at != std::string::npos);
+  bad.replace(at, 10, "\"degree\":3");
+  CHECK_THROWS_WITH_AS(to::read_plan_json(bad), doctest::Contains("pipeline.stage_begin: expected 3 stage starts"),
+                       to::format_error);
+  // a one-stage plan is still written as /1
+  to::pipeline_point one = q;
+  one.plan = to::plan_from_spec(g, cl.mesh, to::parse_strategy_spec("tp=2"), 4);
+  CHECK(to::write_plan_json(to::make_pipeline_plan_file(g, cl, {}, one)).find("\"tensoropt-plan/1\"") !=
+        std::string::npos);
+}
+
+TEST_CASE("the pipeline frontier does not depend on the thread count") {
+  const auto g = to::models::lower(tiny_gpt);
+  const auto cl = mesh_cluster(1, 4);
+  to::pipeline_options o;
+  o.partitions = to::partition_search::balanced;
+  o.micro_batches = {4, 8};
+  o.threads = 1;
+  const auto one = to::plan_pipeline_frontier(g, cl, o);
+  o.threads = 3;
+  const auto three = to::plan_pipeline_frontier(g, cl, o);
+  REQUIRE(one.points.size() == three.points.size());
+  for (std::size_t i = 0; i < one.points.size(); ++i) {
+    CHECK(one.points[i].time == three.points[i].time);
+    CHECK(one.points[i].memory == three.points[i].memory);
+    CHECK(one.points[i].plan.degree == three.points[i].plan.degree);
+    CHECK(one.points[i].plan.micro_batches == three.points[i].plan.micro_batches);
+    CHECK(one.points[i].plan.configs == three.points[i].plan.configs);
+  }
+}
+
+TEST_CASE("balanced stages: one search per class equals searching every stage") {
+  // 4 layers in 4 stages: stages 1 and 2 are one class; stage 2 holds fewer micro-batches
+  const auto g = to::models::lower(tiny_gpt);
+  const auto cl = mesh_cluster(1, 4);
+  const to::index_t p = 4, k = 4;
+  to::pipeline_options o;
+  o.partitions = to::partition_search::balanced;
+  o.micro_batches = {k};
+  o.degrees = {p};
+  o.threads = 1;
+  o.mode = to::search_mode::exact;
+  const auto pf = to::plan_pipeline_frontier(g, cl, o);
+  const auto bp = to::balance_stages(g, p);
+  REQUIRE(bp.why_not.empty());
+  const auto micro = to::with_batch(g, g.batch / k);
+  std::vector<tm_point> acc{{0, 0}};
+  for (std::size_t s = 0; s < std::size_t(p); ++s) {
+    const auto r = to::detail::search_stage(micro, bp.starts[s], s + 1 < std::size_t(p) ? bp.starts[s + 1] : g.ops.size(),
+                                            cl, o, k, p, to::index_t(s), o.solve);
+    std::vector<tm_point> next;
+    for (auto& m : to::max_max_merge(acc, r.fr.points)) next.push_back({m.time, m.memory});
+    acc = next;
+  }
+  const auto sends = to::pipeline_sends(micro, cl, p, bp.starts, to::precisions::bf16_mixed);
+  REQUIRE(acc.size() == pf.points.size());
+  for (std::size_t i = 0; i < acc.size(); ++i) {
+    CHECK(acc[i].time + sends == pf.points[i].time);
+    CHECK(acc[i].memory == pf.points[i].memory);
+  }
+}
