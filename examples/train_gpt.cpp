@@ -17,14 +17,15 @@
 //                            least-memory, a middle and the fastest frontier point
 //   train_gpt --strategy SPEC [--micro-batches K]   train a hand-written plan
 //                            (dp=..,tp=..,sp=0|1,recompute=none|selective|full,zero=0|1,pp=..)
-//     pp=P runs P pipeline stages (1F1B, K >= P micro-batches, default K = P): the layers
-//     are cut evenly, the embedding in the first stage and the head in the last; the
-//     other keys give each stage's strategy on its devices/P devices.
+//     pp=P runs P pipeline stages (1F1B, K >= P micro-batches, default K = P): the
+//     planner's balanced stages (embedding in the first, head in the last), each with
+//     the other keys' strategy on its devices/P devices.
 #include <tensoropt/core/command_line.hpp>
 #include <tensoropt/models/gpt.hpp>
 #include <tensoropt/plan/memory_peak.hpp>
 #include <tensoropt/models/model_spec.hpp>
 #include <tensoropt/plan/planner.hpp>
+#include <tensoropt/plan/pipeline_spec.hpp>
 #include <tensoropt/plan/strategy_spec.hpp>
 #include <tensoropt/runtime.hpp>
 #ifdef TENSOROPT_EXAMPLE_MPI
@@ -127,45 +128,6 @@ rt::batch make_batch(const std::vector<int>& text, const to::models::gpt_config&
   return out;
 }
 
-/// Takes `pp=P` out of a strategy SPEC: the pipeline degree, 1 when absent.
-int take_pipeline_degree(std::string& spec) {
-  std::string rest;
-  int p = 1;
-  bool seen = false;
-  std::stringstream in(spec);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (item.rfind("pp=", 0) != 0) {
-      rest += (rest.empty() ? "" : ",") + item;
-      continue;
-    }
-    if (seen) throw to::invalid_argument("--strategy: key 'pp' is given twice");
-    seen = true;
-    const std::string v = item.substr(3);
-    if (v.empty() || v.size() > 4 || v.find_first_not_of("0123456789") != std::string::npos || std::stoi(v) < 1)
-      throw to::invalid_argument("--strategy: pp=" + v + " is not a positive integer");
-    p = std::stoi(v);
-  }
-  spec = rest;
-  return p;
-}
-
-/// Stage starts cutting the layers of GPT graph `g` evenly into p stages (the
-/// embedding joins the first stage, the final norm, head and loss the last).
-std::vector<std::size_t> even_stage_starts(const to::op_graph& g, int p) {
-  std::vector<std::size_t> layer_starts;
-  for (std::size_t j = 0; j < g.ops.size(); ++j)
-    if (g.ops[j].repeat_id >= 0 && (j == 0 || g.ops[j - 1].repeat_id != g.ops[j].repeat_id ||
-                                    g.ops[j - 1].repeat_index != g.ops[j].repeat_index))
-      layer_starts.push_back(j);
-  if (int(layer_starts.size()) < p)
-    throw to::invalid_argument("--strategy: pp=" + std::to_string(p) + " needs at least " + std::to_string(p) +
-                               " layers, the model has " + std::to_string(layer_starts.size()) +
-                               "; lower pp or give a --model with more layers");
-  std::vector<std::size_t> starts{0};
-  for (int s = 1; s < p; ++s) starts.push_back(layer_starts[std::size_t(s) * layer_starts.size() / std::size_t(p)]);
-  return starts;
-}
-
 int fail(const std::string& msg) {
   std::fprintf(stderr, "train_gpt: %s\n", msg.c_str());
   return 2;
@@ -208,14 +170,14 @@ int main(int argc, char** argv) {
   const bool compare = o.compare;
   const std::string plan_path = o.plan, save_path = o.save, resume_path = o.resume;
   devices = int(o.devices);
-  // pp=P: checked before anything is printed
-  std::string strategy = o.strategy;
-  int pp = 1;
+  // the strategy (pp=P included) is checked before anything is printed
+  to::strategy_spec strategy_parsed;
   try {
-    if (!strategy.empty()) pp = take_pipeline_degree(strategy);
+    if (!o.strategy.empty()) strategy_parsed = to::parse_strategy_spec(o.strategy);
   } catch (const to::error& e) {
     return fail(e.what());
   }
+  const int pp = int(strategy_parsed.pp);
   const int pipeline_k = o.micro_batches ? int(*o.micro_batches) : pp;
   if (pp > 1) {
     if (const auto e = to::pipeline_degree_error(to::device_mesh(1, devices), pp); !e.empty())
@@ -360,26 +322,18 @@ int main(int argc, char** argv) {
     }
     rt::chosen_plan chosen;
     to::pipeline_plan pipeline;
-    if (pp > 1) {  // each stage's strategy on its devices; the layers cut evenly
+    if (pp > 1) {  // each stage's strategy on its devices; balanced stages (plan/pipeline_spec.hpp)
       if (!plan_path.empty()) return fail("--strategy and --plan both choose the plan; give one");
-      const int k = pipeline_k;
-      auto stage_cl = cl;
-      stage_cl.mesh = to::stage_mesh(cl.mesh, pp);
-      auto bo = po.build;
-      bo.micro_batches = k;
-      const auto spec_of_stage = strategy.empty() ? to::strategy_spec{} : to::parse_strategy_spec(strategy);
-      const auto configs = to::evaluate_spec(spec_of_stage, g, stage_cl, bo).configs;
-      pipeline = {pp, k, even_stage_starts(g, pp), configs, cl.mesh};
-      if (const auto e = to::pipeline_plan_error(pipeline, g.ops.size()); !e.empty()) return fail("--strategy: " + e);
-      say("strategy %s: %d stages of %lld device(s), %d micro-batches (1F1B), stages start at ops", o.strategy.c_str(),
-          pp, (long long)stage_cl.mesh.devices(), k);
+      pipeline = to::plan_from_spec(g, cl.mesh, strategy_parsed, pipeline_k);
+      say("strategy %s: %s, %d micro-batches (1F1B), stages start at ops", o.strategy.c_str(),
+          to::summarize_pipeline(g, pipeline).c_str(), pipeline_k);
       for (auto b : pipeline.stage_begin) say(" %zu", b);
       say("\n");
     } else if (!o.strategy.empty()) {
       if (!plan_path.empty()) return fail("--strategy and --plan both choose the plan; give one");
       auto bo = po.build;
       bo.micro_batches = po.micro_batches.size() == 1 ? po.micro_batches[0] : 1;
-      const auto ev = to::evaluate_spec(to::parse_strategy_spec(strategy), g, cl, bo);
+      const auto ev = to::evaluate_spec(strategy_parsed, g, cl, bo);
       chosen.plan = {ev.configs, int(bo.micro_batches), cl.mesh};
       chosen.time = ev.time * 1_s;
       chosen.memory = to::from_byte_count(std::int64_t(ev.memory));
