@@ -34,6 +34,7 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <string>
 #include <vector>
@@ -123,6 +124,23 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
   inner.epsilon = std::expm1(lam / 2);
   const double delta = o.epsilon > 0 ? std::expm1(lam / 2 / double(depth + 2)) : 0.0;
   const cost_t limit = o.memory_limit;
+  // The powering's tables count against max_bytes like the inner searches' (solve.hpp):
+  // past it the search stops with the sizes reached, before the allocator would fail.
+  const std::size_t max_bytes = o.max_bytes ? o.max_bytes : detail::default_max_bytes();
+  std::size_t held_bytes = 0, composed = 0;
+  auto hold = [&](const std::vector<detail::candidate>& v) {
+    held_bytes += v.size() * sizeof(detail::candidate);
+    if (held_bytes <= max_bytes) return;
+    char b[64];
+    const bool gib = max_bytes >= (std::size_t(1) << 30);
+    const double unit = double(std::size_t(1) << (gib ? 30 : 20));
+    std::snprintf(b, sizeof b, gib ? "%.1f GiB, past its limit of %.1f GiB" : "%.1f MiB, past its limit of %.1f MiB",
+                  double(held_bytes) / unit, double(max_bytes) / unit);
+    throw runtime_error("search stopped: fast mode's powering holds " + std::string(b) + ", after composing " +
+                        std::to_string(composed) + " of " + std::to_string(nb) +
+                        " boundary layouts (last sum: " + std::to_string(v.size()) +
+                        " points); use --epsilon, fewer micro-batch counts, or a machine with more memory");
+  };
 
   const int o0 = rb.instances[0][std::size_t(s.boundary)];
   const int o1 = rb.instances[1][std::size_t(s.boundary)];
@@ -213,10 +231,12 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
   // A (+) T(b)^M (+) Z for layout b, each sum pruned with d; the power tree goes to pw.
   auto compose = [&](std::size_t b, double d, std::vector<detail::power_node>& pw, int& root,
                      std::vector<detail::candidate>& az) {
+    for (auto& n : pw) held_bytes -= n.pts.size() * sizeof(detail::candidate);
     pw.clear();
     az.clear();
     if (a_of[b].empty() || z_of[b].empty() || t_of[b].empty()) return std::vector<detail::candidate>{};
     pw.push_back({t_of[b], -1, -1, 1});
+    hold(pw.back().pts);
     int base = 0, acc = -1;
     for (std::size_t r = M; r; r >>= 1) {
       if (r & 1) {
@@ -224,6 +244,7 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
         else {
           detail::power_node x{detail::sum_with_provenance(pw[std::size_t(acc)].pts, pw[std::size_t(base)].pts, d, limit),
                                acc, base, pw[std::size_t(acc)].count + pw[std::size_t(base)].count};
+          hold(x.pts);
           pw.push_back(std::move(x));
           acc = int(pw.size() - 1);
         }
@@ -231,6 +252,7 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
       if (r >> 1) {
         detail::power_node x{detail::sum_with_provenance(pw[std::size_t(base)].pts, pw[std::size_t(base)].pts, d, limit),
                              base, base, 2 * pw[std::size_t(base)].count};
+        hold(x.pts);
         pw.push_back(std::move(x));
         base = int(pw.size() - 1);
       }
@@ -290,6 +312,7 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
     kept.swap(merged);
     std::vector<detail::candidate> az;
     const auto apz = compose(b, delta, powers[b], power_root[b], az);
+    ++composed;
     az_of[b].swap(az);
     for (auto& x : apz) {
       all.push_back({x.time, x.memory, std::int32_t(picks.size()), -1});
