@@ -5,14 +5,16 @@
 //
 //   train_gpt [--model gpt:SPEC] [--comm local|mpi] [--steps N] [--budget-mib M] [--data FILE]
 //             [--devices N] [--backend cpu|cuda] [--precision fp32|bf16-mixed]
-//             [--plan FILE] [--save FILE] [--resume FILE] (--help lists the flags and their ranges)
+//             [--plan FILE] [--save FILE] [--resume FILE] [--gpu-file FILE]
+//             (--help lists the flags and their ranges)
 //     --plan FILE     run a plan saved by `tensoropt-plan --model SPEC --gpu cpu --precision fp32
 //                     --devices N --save-plan FILE` (SPEC: the model printed at start) instead of planning
 //     --save FILE     write a checkpoint after the steps
 //     --resume FILE   start from a checkpoint: the step count and the batches continue, so the
 //                     losses are those of an uninterrupted run
 //   (--backend cuda needs the program linked with tensoropt::cuda; N local devices
-//   share the GPUs there are, each with its own stream and memory pool)
+//   share the GPUs there are, each with its own stream and memory pool; --gpu-file
+//   plans and predicts for the GPU a gpu_calibrate file describes)
 //   train_gpt --compare      predicted vs measured step time and peak memory of the
 //                            least-memory, a middle and the fastest frontier point
 //   train_gpt --strategy SPEC [--micro-batches K]   train a hand-written plan
@@ -22,6 +24,7 @@
 //     the other keys' strategy on its devices/P devices.
 #include <tensoropt/core/command_line.hpp>
 #include <tensoropt/models/gpt.hpp>
+#include <tensoropt/plan/device_file.hpp>
 #include <tensoropt/plan/memory_peak.hpp>
 #include <tensoropt/models/model_spec.hpp>
 #include <tensoropt/plan/planner.hpp>
@@ -66,6 +69,7 @@ struct train_gpt_options {
   std::string backend = "cpu";
   std::string precision = "fp32";
   std::string plan, save, resume;
+  std::string gpu_file;  ///< a tensoropt-device/1 file: plan and predict for that GPU
   bool help = false;
 };
 template <>
@@ -93,6 +97,9 @@ struct to::reflection<train_gpt_options> {
                                         "tensoropt::cuda)").one_of("cpu|cuda").meta("KIND"),
       to::field("precision", &o::precision, "fp32, or bf16 mixed precision (cuda only)")
           .one_of("fp32|bf16-mixed").meta("P"),
+      to::field("gpu-file", &o::gpu_file, "plan and predict for the GPU this tensoropt-device/1 file describes "
+                                          "(gpu_calibrate writes it on the GPU that runs the job; cuda only)")
+          .meta("FILE"),
       to::field("plan", &o::plan, "run this tensoropt-plan/1 file (tensoropt-plan --model SPEC --gpu cpu "
                                   "--precision fp32 --devices N --save-plan FILE) instead of planning").meta("FILE"),
       to::field("save", &o::save, "write a checkpoint after the steps").meta("FILE"),
@@ -199,6 +206,10 @@ int main(int argc, char** argv) {
   backend.prec = to::parse_precision(o.precision);
   if (backend.kind == "cpu" && backend.prec != to::precisions::fp32)
     return fail("the cpu backend trains in fp32; use --precision fp32 or --backend cuda");
+  if (!o.gpu_file.empty() && backend.kind != "cuda")
+    return fail("--gpu-file describes a GPU: use it with --backend cuda (the cpu backend plans for this machine)");
+  std::optional<to::device> gpu_device;  // read before any work, so a bad file fails first
+  if (!o.gpu_file.empty()) gpu_device = to::device_of(to::load_device_file(o.gpu_file));
 #ifdef TENSOROPT_EXAMPLE_MPI
   std::unique_ptr<rt::mpi_session> session;
   std::unique_ptr<rt::mpi_comm> mpi;
@@ -234,7 +245,9 @@ int main(int argc, char** argv) {
     const auto g = to::models::lower_transformer(model, to::models::transformer_kind::gpt);
     auto cl = to::cluster::single_node(devices);
     rt::cpu_calibration cal;
-    if (compare) {
+    if (gpu_device) {
+      cl = cl.gpu(*gpu_device);
+    } else if (compare) {
       cal = rt::calibrate_cpu();
       cl = cl.gpu(cal.to_device());
     }
@@ -258,7 +271,10 @@ int main(int argc, char** argv) {
     if (compare) {  // predicted vs measured for five frontier points, local devices
       const auto pf = to::plan_frontier(g, cl, po);
       if (pf.empty()) return fail("the planner found no plan");
-      std::printf("cpu calibration (%s, %s): sgemm %.1f GFLOP/s, triad %.1f GB/s, kernel launch %.2f us, "
+      if (gpu_device)
+        std::printf("device: %s (from %s)\n", std::string(cl.gpu_spec.name).c_str(), o.gpu_file.c_str());
+      else
+        std::printf("cpu calibration (%s, %s): sgemm %.1f GFLOP/s, triad %.1f GB/s, kernel launch %.2f us, "
                   "local message %.2f us\n",
                   cal.from_cache ? "cached" : "measured", cal.cpu_model.c_str(), cal.gemm_flops / 1e9,
                   cal.bandwidth / 1e9, cal.launch_seconds * 1e6, cal.local_latency * 1e6);
