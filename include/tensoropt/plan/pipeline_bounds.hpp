@@ -25,6 +25,12 @@
 //    can return). The job's points all lie at or above (max time + sends, max memory)
 //    over its stages. The least-memory search runs under the memory limit: when it
 //    finds nothing, no plan of the job fits.
+//  - fits nowhere: the stage search keeps strategies of memory m <= limit and time
+//    t < cap (the builder's time cap); the least memory may need a strategy far slower
+//    than the cap (on megatron-1t at p = 1 it splits tensors across nodes). For a
+//    weight w >= 0 any kept strategy has m + w t < limit + w cap, so when the least of
+//    m + floor(w min(t, cap)) (a scalar search again) is not below that, the stage
+//    search finds nothing (w = 1/2, 1, 2 times limit / cap).
 //
 // Skipping. A job is skipped when its least memory is above the memory limit (it has
 // no point below the limit, and points above it are not kept), or when a point found
@@ -119,6 +125,29 @@ inline strategy_cost least_stage_cost(const stage_problem& sp, search_mode mode,
   strategy_cost r{0, nothing_fits};
   if (fm.points.empty() || fm.points.front().memory >= cap) return r;
   r.memory = fm.points.front().memory;
+  // Every point of the stage search has memory m <= limit and time t < cap. For any
+  // w >= 0 such a strategy has m + floor(w t) < limit + w cap; when the least of
+  // m + floor(w t) over all strategies is above that, the stage search finds nothing.
+  if (memory_limit < cap)
+    for (const double rel : {0.5, 1.0, 2.0}) {
+      const double w = rel * double(memory_limit) / double(cap);
+      problem qw = prob;
+      for (auto& n : qw.nodes)
+        for (auto& c : n.configs) {
+          c.memory += cost_t(w * double(std::min(c.time, cap)));
+          c.time = 0;
+        }
+      for (auto& e : qw.edges) {
+        for (std::size_t x = 0; x < e.time.size(); ++x) e.memory[x] += cost_t(w * double(std::min(e.time[x], cap)));
+        std::fill(e.time.begin(), e.time.end(), cost_t(0));
+      }
+      so.memory_limit = memory_limit + cost_t(w * double(cap)) + 1;
+      const frontier_result fw = run(qw);
+      if (fw.points.empty()) {
+        r.memory = nothing_fits;
+        return r;
+      }
+    }
   q = prob;
   for (auto& n : q.nodes)
     for (auto& c : n.configs) c.memory = 0;
