@@ -4,7 +4,7 @@
 // mode that ran and the epsilon, next to the planning times peers report.
 //
 //   plan_bench [--epsilon E] [--mode auto|exact|fast] [--threads N] [--only NAME[,NAME...]]
-//              [--micro-batches K] [--no-check]
+//              [--micro-batches K] [--no-check] [--progress]
 //
 // Threads default to every core (the micro-batch counts are solved on a pool); `cpu`
 // is the process CPU time over all threads. Only plans that fit the device are
@@ -42,6 +42,7 @@ struct plan_bench_options {
   std::string only;
   std::optional<long> micro_batches;
   bool no_check = false;
+  bool progress = false;
   bool help = false;
 };
 }  // namespace
@@ -57,6 +58,7 @@ struct to::reflection<plan_bench_options> {
       to::field("micro-batches", &o::micro_batches, "one micro-batch count instead of all").range(1, 1L << 40)
           .meta("K"),
       to::field("no-check", &o::no_check, "leave out fast mode's restriction check"),
+      to::field("progress", &o::progress, "print each micro-batch count's problem and times to stderr"),
       to::field("help", &o::help, "print this help"));
 };
 
@@ -108,6 +110,7 @@ int main(int argc, char** argv) {
     o.threads = used;
     o.mode = mode;
     o.check_restriction = check;
+    if (opt.progress) o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
     o.solve.memory_limit = to::to_byte_count(cl.gpu_spec.capacity);
     if (fixed_k) o.micro_batches = {fixed_k};
     const std::clock_t c0 = std::clock();

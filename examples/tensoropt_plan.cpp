@@ -381,7 +381,8 @@ int run(int argc, char** argv) {
               pf.parts.size() == 1 ? "" : "s", pf.search_seconds,
               pf.exact ? " (exact)" : pf.restricted ? " (fast mode)" : " (approximate)");
   for (const auto& n : pf.mode_notes) std::printf("search: %s\n", n.c_str());
-  if (!pf.mode_notes.empty()) std::printf("\n");
+  if (!pf.memory_note.empty()) std::printf("memory: %s\n", pf.memory_note.c_str());
+  if (!pf.mode_notes.empty() || !pf.memory_note.empty()) std::printf("\n");
   if (pf.points.empty())
     throw to::infeasible("no plan of " + std::string(m.name) + " fits " + to::format_bytes(cl.gpu_spec.capacity) +
                          " per device on " + cl.describe() + "; add devices or micro-batches (--batch smaller)");
@@ -415,7 +416,9 @@ int run(int argc, char** argv) {
     write_file(c.save_plan, to::write_plan_json(to::make_plan_file(*saved, m.spec.empty() ? std::string(m.name) : m.spec)),
                "plan");
   }
-  if (!c.frontier_json.empty()) write_file(c.frontier_json, to::write_frontier_json(pf.points), "frontier");
+  // every point the search returned (the table shows those not dominated under the runtime peak)
+  if (!c.frontier_json.empty())
+    write_file(c.frontier_json, to::write_frontier_json(pf.searched.empty() ? pf.points : pf.searched), "frontier");
   if (!c.problem_json.empty()) {
     if (pf.parts.empty() || !pf.parts[0].built) throw to::infeasible("no problem to write: the search found no plan");
     write_file(c.problem_json, to::write_problem_json(pf.parts[0].built->prob), "problem");

@@ -25,6 +25,12 @@ if(TARGET tensoropt::runtime)
         add_test(NAME example.train_gpt_strategy
                  COMMAND train_gpt --steps 25 --strategy tp=2,sp=1,recompute=full --micro-batches 2)
         set_tests_properties(example.train_gpt_strategy PROPERTIES TIMEOUT 120 LABELS example)
+        # two pipeline stages of tp 2 under 1F1B with 4 micro-batches (the planner's
+        # balanced stages want a repeat of 3 or more layers)
+        add_test(NAME example.train_gpt_pipeline
+                 COMMAND train_gpt --steps 25 --model gpt:layers=4,hidden=64,heads=4,seq=32,vocab=64,batch=8
+                         --strategy pp=2,tp=2 --micro-batches 4)
+        set_tests_properties(example.train_gpt_pipeline PROPERTIES TIMEOUT 120 LABELS example)
       endif()
       if(TARGET MPI::MPI_CXX)
         add_test(NAME example.${ex}_mpi

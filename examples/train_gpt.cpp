@@ -16,12 +16,16 @@
 //   train_gpt --compare      predicted vs measured step time and peak memory of the
 //                            least-memory, a middle and the fastest frontier point
 //   train_gpt --strategy SPEC [--micro-batches K]   train a hand-written plan
-//                            (dp=..,tp=..,sp=0|1,recompute=none|selective|full,zero=0|1)
+//                            (dp=..,tp=..,sp=0|1,recompute=none|selective|full,zero=0|1,pp=..)
+//     pp=P runs P pipeline stages (1F1B, K >= P micro-batches, default K = P): the
+//     planner's balanced stages (embedding in the first, head in the last), each with
+//     the other keys' strategy on its devices/P devices.
 #include <tensoropt/core/command_line.hpp>
 #include <tensoropt/models/gpt.hpp>
 #include <tensoropt/plan/memory_peak.hpp>
 #include <tensoropt/models/model_spec.hpp>
 #include <tensoropt/plan/planner.hpp>
+#include <tensoropt/plan/pipeline_spec.hpp>
 #include <tensoropt/plan/strategy_spec.hpp>
 #include <tensoropt/runtime.hpp>
 #ifdef TENSOROPT_EXAMPLE_MPI
@@ -80,10 +84,10 @@ struct to::reflection<train_gpt_options> {
       to::field("devices", &o::devices, "local devices, one thread each").range(1, 1024).meta("N"),
       to::field("compare", &o::compare, "predicted vs measured step time and peak memory of 5 frontier points"),
       to::field("strategy", &o::strategy, "train this plan instead of the planner's: dp=..,tp=..,sp=0|1,"
-                                          "recompute=none|selective|full,zero=0|1")
+                                          "recompute=none|selective|full,zero=0|1,pp=.. (pipeline stages)")
           .meta("SPEC"),
       to::field("micro-batches", &o::micro_batches, "gradient-accumulation count (default: the planner's choice, "
-                                                    "or 1 with --strategy)")
+                                                    "1 with --strategy, P with pp=P)")
           .range(1, 1024).meta("K"),
       to::field("backend", &o::backend, "where the devices run: cpu threads, or GPUs (a build with "
                                         "tensoropt::cuda)").one_of("cpu|cuda").meta("KIND"),
@@ -166,6 +170,29 @@ int main(int argc, char** argv) {
   const bool compare = o.compare;
   const std::string plan_path = o.plan, save_path = o.save, resume_path = o.resume;
   devices = int(o.devices);
+  // the strategy (pp=P included) is checked before anything is printed
+  to::strategy_spec strategy_parsed;
+  try {
+    if (!o.strategy.empty()) strategy_parsed = to::parse_strategy_spec(o.strategy);
+  } catch (const to::error& e) {
+    return fail(e.what());
+  }
+  const int pp = int(strategy_parsed.pp);
+  const int pipeline_k = o.micro_batches ? int(*o.micro_batches) : pp;
+  if (pp > 1) {
+    if (const auto e = to::pipeline_degree_error(to::device_mesh(1, devices), pp); !e.empty())
+      return fail("--strategy: " + e);
+    if (pipeline_k < pp)
+      return fail("--micro-batches " + std::to_string(pipeline_k) + ": 1F1B needs at least as many micro-batches as "
+                  "stages (pp=" + std::to_string(pp) + ")");
+    if (model.layers < pp)
+      return fail("--strategy: pp=" + std::to_string(pp) + " needs at least " + std::to_string(pp) +
+                  " layers, the model has " + std::to_string(model.layers) +
+                  "; lower pp or give a --model with more layers");
+    if (model.batch % pipeline_k != 0)
+      return fail("--micro-batches " + std::to_string(pipeline_k) + " does not divide the batch " +
+                  std::to_string(model.batch));
+  }
   if (compare && !o.strategy.empty()) return fail("--compare checks frontier points; drop --strategy");
   rt::backend_options backend;
   backend.kind = o.backend;
@@ -294,11 +321,19 @@ int main(int argc, char** argv) {
       return missed ? 1 : 0;
     }
     rt::chosen_plan chosen;
-    if (!o.strategy.empty()) {
+    to::pipeline_plan pipeline;
+    if (pp > 1) {  // each stage's strategy on its devices; balanced stages (plan/pipeline_spec.hpp)
+      if (!plan_path.empty()) return fail("--strategy and --plan both choose the plan; give one");
+      pipeline = to::plan_from_spec(g, cl.mesh, strategy_parsed, pipeline_k);
+      say("strategy %s: %s, %d micro-batches (1F1B), stages start at ops", o.strategy.c_str(),
+          to::summarize_pipeline(g, pipeline).c_str(), pipeline_k);
+      for (auto b : pipeline.stage_begin) say(" %zu", b);
+      say("\n");
+    } else if (!o.strategy.empty()) {
       if (!plan_path.empty()) return fail("--strategy and --plan both choose the plan; give one");
       auto bo = po.build;
       bo.micro_batches = po.micro_batches.size() == 1 ? po.micro_batches[0] : 1;
-      const auto ev = to::evaluate_spec(to::parse_strategy_spec(o.strategy), g, cl, bo);
+      const auto ev = to::evaluate_spec(strategy_parsed, g, cl, bo);
       chosen.plan = {ev.configs, int(bo.micro_batches), cl.mesh};
       chosen.time = ev.time * 1_s;
       chosen.memory = to::from_byte_count(std::int64_t(ev.memory));
@@ -311,10 +346,11 @@ int main(int argc, char** argv) {
       if (budget_mib > 0) budget = budget_mib * 1_MiB;
       chosen = rt::choose_training_plan(g, cl, po, budget, plan_path, spec, backend);
     }
-    say("%s on %d devices: predicted %.3f ms/step, %.3f MiB per device, %d micro-batch(es)\n%s\n",
-        chosen.source.c_str(), devices, chosen.time / 1_ms, chosen.memory / 1_MiB, chosen.plan.micro_batches,
-        chosen.summary.c_str());
-    const double predicted_peak = predicted_peak_of(chosen.plan.configs, chosen.plan.micro_batches);
+    if (pp == 1)
+      say("%s on %d devices: predicted %.3f ms/step, %.3f MiB per device, %d micro-batch(es)\n%s\n",
+          chosen.source.c_str(), devices, chosen.time / 1_ms, chosen.memory / 1_MiB, chosen.plan.micro_batches,
+          chosen.summary.c_str());
+    const double predicted_peak = pp == 1 ? predicted_peak_of(chosen.plan.configs, chosen.plan.micro_batches) : 0;
 
     rt::training_options run;
     run.steps = steps;
@@ -331,10 +367,10 @@ int main(int argc, char** argv) {
     rt::training_result r;
     if (comm_kind == "local") {
       rt::local_world world(devices);
-      r = rt::train(g, chosen.plan, world, next, run);
+      r = pp > 1 ? rt::train(g, pipeline, world, next, run) : rt::train(g, chosen.plan, world, next, run);
     } else {
 #ifdef TENSOROPT_EXAMPLE_MPI
-      r = rt::train(g, chosen.plan, *mpi, next, run);
+      r = pp > 1 ? rt::train(g, pipeline, *mpi, next, run) : rt::train(g, chosen.plan, *mpi, next, run);
 #endif
     }
     if (!save_path.empty())
@@ -342,8 +378,12 @@ int main(int argc, char** argv) {
     say("backend %s, %s\n", backend.kind.c_str(), std::string(backend.prec.name).c_str());
     say("%.0f tokens/s on average; device 0 spent %.1f %% of the step time in kernels\n", tokens * steps / r.seconds,
         100 * r.kernel_seconds / r.seconds);
-    say("loss %.4f -> %.4f; peak memory of a device %.3f MiB (predicted %.3f MiB)\n", double(r.first_loss),
-        double(r.last_loss), to::from_byte_count(r.peak_bytes) / 1_MiB, predicted_peak / 1048576);
+    if (pp == 1)
+      say("loss %.4f -> %.4f; peak memory of a device %.3f MiB (predicted %.3f MiB)\n", double(r.first_loss),
+          double(r.last_loss), to::from_byte_count(r.peak_bytes) / 1_MiB, predicted_peak / 1048576);
+    else
+      say("loss %.4f -> %.4f; peak memory of a device %.3f MiB\n", double(r.first_loss), double(r.last_loss),
+          to::from_byte_count(r.peak_bytes) / 1_MiB);
     if (steps >= 20 && !(r.last_loss < 0.8f * r.first_loss)) {
       say("train_gpt: the loss did not fall clearly below the starting loss\n");
       return 1;

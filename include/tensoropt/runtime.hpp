@@ -17,5 +17,8 @@
 #include "runtime/executor.hpp"
 #include "runtime/checkpoint.hpp"
 #include "runtime/trainer.hpp"
+#include "runtime/sub_communicator.hpp"
+#include "runtime/pipeline.hpp"
+#include "runtime/pipeline_trainer.hpp"
 #include "runtime/calibrate.hpp"
 #include "runtime/training_run.hpp"

@@ -115,3 +115,34 @@ TEST_CASE("labels") {
   CHECK(label_of(fc1, op_config{}, device_mesh(1, 1)) == "-");
   static_assert(label_of(testing::mlp(8, {4, 4}).ops[1], op_config{}, device_mesh(1, 2)) == "r2");
 }
+
+TEST_CASE("a node count with an odd factor may replicate by it, so weights can split across nodes") {
+  // fc1: b = 12, k = 8, n = 16 on 6 nodes x 2: only b divides by 6, so with the node
+  // level used fully every weight would stay whole on each node; 3-way replication
+  // (6's odd part) lets k2 or n2 split the weight between nodes
+  const op_graph g12 = testing::mlp(12, {8, 16});
+  const op_node& op = g12.ops[1];
+  const device_mesh m(6, 2);
+  const auto ls = enumerate_layouts(op, m);
+  bool weight_split = false;
+  for (auto& c : ls) {
+    CHECK(6 / c.split_product(0) <= 3);  // replication never above the odd part
+    if (c.degree[0][0] == 1 && c.split_product(0) == 2) weight_split = true;
+  }
+  CHECK(weight_split);
+  CHECK(detail::odd_part(384) == 3);
+  CHECK(detail::odd_part(64) == 1);
+  // a power-of-two node count keeps the full split
+  for (auto& c : enumerate_layouts(op, device_mesh(4, 2))) CHECK(c.split_product(0) == 4);
+  // an op without parameters (the relu) keeps the full split unless asked otherwise
+  const op_node& relu = g12.ops[2];
+  REQUIRE(relu.params.empty());
+  for (auto& c : enumerate_layouts(relu, m)) CHECK(c.split_product(0) == 6);
+  enumerate_options every;
+  every.odd_part_all_ops = true;
+  bool relu_replicated = false;
+  for (auto& c : enumerate_layouts(relu, m, every)) relu_replicated = relu_replicated || c.split_product(0) == 2;
+  CHECK(relu_replicated);
+  check_all_legal(g12, m);
+  check_all_legal(g12, m, every);
+}

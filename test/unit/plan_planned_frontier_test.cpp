@@ -29,7 +29,8 @@ TEST_CASE("queries return plans whose time and memory are the points' in typed u
   for (std::size_t i = 0; i < pf.size(); ++i) {
     const auto p = pf.at(i);
     CHECK(p.time() == seconds(double(pf.points[i].time) / 1e12));
-    CHECK(p.memory() == bytes(double(pf.points[i].memory)));
+    CHECK(p.memory() == bytes(double(budget_memory(pf.points[i]))));  // the runtime peak
+    CHECK(p.additive_memory() == bytes(double(pf.points[i].memory)));
     CHECK(p.micro_batches() == pf.points[i].micro_batches);
     // The fastest plan within exactly this point's memory is this point.
     const auto q = pf.fastest_within(p.memory());

@@ -102,12 +102,62 @@ TEST_CASE("the restriction check finds a restricted frontier that misses the opt
   CHECK(to::check_restriction(b.prob, exact, std::numeric_limits<to::cost_t>::max()).gap == 0);
 }
 
+TEST_CASE("the restriction check stays within the search's range when time + w x memory is huge") {
+  // three nodes, each fast-and-big or slow-and-small (2^59 ps or bytes): the weighted terms
+  // of the slope weights reach 2^62 each, beyond what the search adds exactly unscaled
+  to::problem p;
+  const to::cost_t big = to::cost_t(1) << 59;
+  for (int i = 0; i < 3; ++i) p.nodes.push_back({"n" + std::to_string(i), {{"fast", 1, big}, {"small", big, 1}}});
+  p.edges.push_back({0, 1, {0, 0, 0, 0}, {0, 0, 0, 0}});
+  p.edges.push_back({1, 2, {0, 0, 0, 0}, {0, 0, 0, 0}});
+  const auto exact = to::solve(p);
+  REQUIRE(exact.points.size() == 4);
+  to::restriction_check c;
+  REQUIRE_NOTHROW(c = to::check_restriction(p, exact, std::numeric_limits<to::cost_t>::max()));
+  CHECK(c.compared == c.weights);
+  CHECK(c.gap == doctest::Approx(0).epsilon(1e-9));  // the exact frontier holds every optimum
+  auto one = exact;
+  one.points.resize(1);  // the least memory only: slower than the time optimum
+  CHECK(to::check_restriction(p, one, std::numeric_limits<to::cost_t>::max()).gap > 1);
+}
+
+TEST_CASE("a search past its memory limit stops with the sizes it reached, in both modes, never bad_alloc") {
+  const auto& m = to::models::find("gpt3-125m");
+  const auto cl = zoo_cluster(m, 2);
+  const auto g = m.lower();
+  for (auto mode : {to::search_mode::fast, to::search_mode::exact}) {
+    std::size_t stopped = 0, finished = 0;
+    for (std::size_t limit = 1024; limit <= (std::size_t(1) << 28); limit *= 4) {
+      to::planner_options o;
+      o.micro_batches = {64};
+      o.baselines = false;
+      o.check_restriction = false;
+      o.mode = mode;
+      o.solve.max_bytes = limit;
+      try {
+        const auto pf = to::plan_frontier(g, cl, o);
+        CHECK(!pf.points.empty());
+        ++finished;
+      } catch (const to::runtime_error& e) {
+        const std::string w = e.what();
+        CHECK(w.find("search stopped") != std::string::npos);
+        CHECK(w.find("past its limit of") != std::string::npos);
+        CHECK(w.find("points") != std::string::npos);
+        ++stopped;
+      }
+    }
+    CHECK(stopped > 0);
+    CHECK(finished > 0);
+  }
+}
+
 TEST_CASE("the planner says which mode ran and why") {
   const auto& m = to::models::find("gpt3-125m");
   const auto cl = zoo_cluster(m, 2);
   to::planner_options o;
   o.micro_batches = {64};
   o.baselines = false;
+  o.runtime_peak = false;  // the searches' frontiers (equal points may differ in their runtime peak)
   o.mode = to::search_mode::fast;
   const auto fast = to::plan_frontier(m.lower(), cl, o);
   REQUIRE(fast.mode_notes.size() == 1);

@@ -1,6 +1,7 @@
 // Tests of repeated blocks composed by binary powering against brute force.
 #include <doctest/doctest.h>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <tensoropt/search/repeated.hpp>
 
@@ -265,6 +266,47 @@ TEST_CASE("epsilon under powering: memory exact, time within (1 + epsilon) of th
       CHECK(behind);
     }
   }
+}
+
+TEST_CASE("a sum with a dominance filter: real sums, and every dropped sum covered by the filter") {
+  std::mt19937_64 rng(41);
+  auto uni = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
+  auto staircase = [&](int n) {
+    std::vector<to::detail::candidate> c;
+    for (int i = 0; i < n; ++i) c.push_back({uni(0, 400), uni(0, 400), -1, -1});
+    to::detail::pareto_filter(c);
+    return c;
+  };
+  int filtered = 0;
+  for (int it = 0; it < 300; ++it) {
+    CAPTURE(it);
+    const auto a = staircase(1 + int(uni(0, 30)));
+    const bool square = it % 4 == 0;
+    const auto b_own = staircase(1 + int(uni(0, 30)));
+    const auto& b = square ? a : b_own;
+    const auto found = staircase(int(uni(0, 20)));
+    const double delta = it % 3 == 0 ? 0.0 : it % 3 == 1 ? 0.01 : 0.2;
+    const to::detail::dominance_filter flt{&found, uni(0, 100), uni(0, 100)};
+    const auto out = to::detail::sum_with_provenance(a, b, delta, std::numeric_limits<std::int64_t>::max(), flt);
+    // every output point is a real sum, none covered by another, none filtered
+    for (std::size_t q = 0; q < out.size(); ++q) {
+      CHECK(out[q].time == a[std::size_t(out[q].ta)].time + b[std::size_t(out[q].tb)].time);
+      CHECK(out[q].memory == a[std::size_t(out[q].ta)].memory + b[std::size_t(out[q].tb)].memory);
+      if (q > 0) CHECK((out[q].memory > out[q - 1].memory && out[q].time < out[q - 1].time));
+    }
+    // every sum has an output point within (1 + delta), or a found point within (1 + delta) of it plus the offset
+    for (auto& x : a)
+      for (auto& y : b) {
+        const std::int64_t t = x.time + y.time, m = x.memory + y.memory;
+        bool by_out = false, by_found = false;
+        for (auto& q : out) by_out = by_out || (q.memory <= m && double(q.time) <= (1 + delta) * double(t));
+        for (auto& u : found)
+          by_found = by_found || (u.memory <= m + flt.off_memory && double(u.time) <= (1 + delta) * double(t + flt.off_time));
+        CHECK((by_out || by_found));
+        filtered += !by_out && by_found;
+      }
+  }
+  CHECK(filtered > 100);  // the filter drops sums in these cases
 }
 
 TEST_CASE("blocks that cannot be powered are named with the reason") {

@@ -13,6 +13,7 @@
 // instance ops reuse the edge matrices; within one edge, times are computed once
 // per distinct (producer layout, consumer layout) pair.
 #pragma once
+#include <algorithm>
 #include <vector>
 #include "../cost/cluster.hpp"
 #include "../cost/enumerate.hpp"
@@ -46,9 +47,13 @@ struct built_problem {
   /// Plans at or above this time (ps per iteration) are not searched: configs slower on
   /// their own are dropped and redistribution times are capped at it, so that no sum the
   /// search forms can leave the exact integer range (search/problem.hpp's 2^62 bound over
-  /// every cost term). Every strategy faster than the cap keeps its exact cost, so the
-  /// frontier below the cap is exact; the planner drops points at or above it. The cap is
-  /// 2^62 ps over the number of cost terms: about 1,300 s per op on megatron-1t (1,542 ops).
+  /// every node's slowest config plus every edge's slowest cell). Every strategy faster
+  /// than the cap keeps its exact cost, so the frontier below the cap is exact; the
+  /// planner drops points at or above it. The cap is the largest c with the sum over
+  /// nodes of min(slowest config, c) within 2^61 (and the same over edges with what is
+  /// left of 2^62), so only the few terms that are huge on their own are cut: no cap
+  /// (max_problem_cost) when every sum fits uncut. A uniform cap of 2^62 ps over the
+  /// number of terms (1,381 s on megatron-1t) cut every plan of it that fits 80 GB.
   cost_t time_cap = max_problem_cost;
 };
 
@@ -108,6 +113,19 @@ constexpr std::vector<int> canonical_ops(const op_graph& g, const std::vector<op
   }
   return canon;
 }
+/// The largest c with sum over v of min(v_i, c) <= budget (max_problem_cost when the
+/// whole sum fits): the cap that cuts only the largest terms.
+constexpr cost_t water_level(std::vector<cost_t> v, cost_t budget) {
+  std::sort(v.begin(), v.end());
+  cost_t below = 0;  // sum of v[0..i)
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const cost_t rest = cost_t(v.size() - i);
+    // every term from i on is cut at c: below + rest * c <= budget
+    if (v[i] > (budget - below) / rest) return (budget - below) / rest;
+    below += v[i];
+  }
+  return max_problem_cost;
+}
 struct edge_key {
   int from = -1, to = -1, slot = 0;
   bool same_instance = false;
@@ -134,7 +152,6 @@ constexpr built_problem build_problem(const op_graph& graph, const cluster& cl, 
   const auto facts = analyze(g);
   const auto canon = detail::canonical_ops(g, facts);
   const int n = int(g.ops.size());
-  out.time_cap = max_problem_cost / cost_t(n + g.edges().size() + 1);
   out.prob.memory_offset = detail::round_cost(o.reserve.value);
   out.prob.nodes.resize(n);
   out.configs.resize(n);
@@ -153,8 +170,6 @@ constexpr built_problem build_problem(const op_graph& graph, const cluster& cl, 
       pc.push_back({label_of(g.ops[i], c, cl.mesh), detail::round_cost(k.time().value * ps_per_second),
                     detail::round_cost(k.memory().value)});
     }
-    cost_t fastest = max_problem_cost;  // every config past the time cap: keep them all (validate says why)
-    for (auto& c : pc) fastest = std::min(fastest, c.time);
     for (std::size_t a = 0; a < all.size(); ++a) {
       bool dominated = false;
       if (o.drop_dominated)
@@ -164,13 +179,38 @@ constexpr built_problem build_problem(const op_graph& graph, const cluster& cl, 
           const bool equal = pc[b].time == pc[a].time && pc[b].memory == pc[a].memory;
           dominated = no_worse && (!equal || b < a);
         }
-      if (!dominated && (pc[a].time < out.time_cap || fastest >= out.time_cap)) {
+      if (!dominated) {
         node.configs.push_back(pc[a]);
         out.configs[i].push_back(all[a]);
       }
     }
     detail::require(!node.configs.empty(), "build_problem: an op has no legal config on this mesh; relax the "
                                            "enumerate_options bounds or change the device count");
+  }
+  // The time cap over the nodes (see built_problem::time_cap): configs at or above it are
+  // dropped, unless that leaves an op none (then all stay and validate says why).
+  {
+    std::vector<cost_t> slowest;
+    for (auto& node : out.prob.nodes) {
+      cost_t t = 0;
+      for (auto& c : node.configs) t = std::max(t, c.time);
+      slowest.push_back(t);
+    }
+    out.time_cap = detail::water_level(std::move(slowest), max_problem_cost / 2);
+    for (int i = 0; i < n && out.time_cap < max_problem_cost; ++i) {
+      auto& node = out.prob.nodes[i];
+      bool any = false;
+      for (auto& c : node.configs) any = any || c.time < out.time_cap;
+      if (!any) continue;
+      std::size_t w = 0;
+      for (std::size_t a = 0; a < node.configs.size(); ++a)
+        if (node.configs[a].time < out.time_cap) {
+          node.configs[w] = node.configs[a];
+          out.configs[i][w++] = out.configs[i][a];
+        }
+      node.configs.resize(w);
+      out.configs[i].resize(w);
+    }
   }
 
   std::vector<detail::edge_key> done;
@@ -212,7 +252,7 @@ constexpr built_problem build_problem(const op_graph& graph, const cluster& cl, 
     for (std::size_t a = 0; a < ru.size(); ++a)
       for (std::size_t b = 0; b < rv.size(); ++b)
         times[a * rv.size() + b] = std::min(
-            out.time_cap, detail::round_cost(edge_time(g, e, cu[ru[a]], cv[rv[b]], cl, co).value * ps_per_second));
+            max_problem_cost, detail::round_cost(edge_time(g, e, cu[ru[a]], cv[rv[b]], cl, co).value * ps_per_second));
     pe.time.resize(cu.size() * cv.size());
     pe.memory.resize(cu.size() * cv.size());
     for (std::size_t a = 0; a < cu.size(); ++a)
@@ -222,6 +262,24 @@ constexpr built_problem build_problem(const op_graph& graph, const cluster& cl, 
       }
     done.push_back({canon[e.from], canon[e.to], e.slot, same, int(out.prob.edges.size())});
     out.prob.edges.push_back(std::move(pe));
+  }
+  // The time cap over the edges, from what the nodes leave of 2^62: cells at or above it
+  // are cut to it (a plan holding one takes at least the cap and is dropped).
+  {
+    cost_t used = 0;
+    for (auto& node : out.prob.nodes) {
+      cost_t t = 0;
+      for (auto& c : node.configs) t = std::max(t, c.time);
+      used = std::min(max_problem_cost, used + t);
+    }
+    std::vector<cost_t> slowest;
+    for (auto& pe : out.prob.edges) slowest.push_back(pe.time.empty() ? 0 : *std::max_element(pe.time.begin(), pe.time.end()));
+    const cost_t cap = detail::water_level(std::move(slowest), max_problem_cost - used);
+    if (cap < max_problem_cost && used < max_problem_cost) {  // (else validate says the nodes alone are too large)
+      for (auto& pe : out.prob.edges)
+        for (auto& t : pe.time) t = std::min(t, cap);
+      out.time_cap = std::min(out.time_cap, cap);
+    }
   }
   return out;
 }

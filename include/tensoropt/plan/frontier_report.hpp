@@ -30,12 +30,13 @@ struct frontier_report {
   /// One frontier point, ready to report.
   struct point {
     double time = 0;             ///< seconds per iteration
-    double memory = 0;           ///< bytes per device (peak, as the cost model predicts)
+    double memory = 0;           ///< bytes per device (the runtime peak where predicted)
     int micro_batches = 1;       ///< gradient-accumulation count k
     std::vector<int> choice;     ///< config index per problem node
     std::vector<std::string> labels;
     std::string summary;         ///< "dp 4 x tp 2, recompute 12/24 layers"
     double mfu = 0;              ///< predicted model FLOPs utilization (0.3 = 30 %); 0 = not known
+    double additive = 0;         ///< the search's additive memory where it differs from `memory`; 0 = same
   };
   std::string model, cluster, precision;
   double samples = 0;          ///< samples (global batch) per iteration

@@ -38,8 +38,11 @@ class plan {
   std::size_t index() const { return index_; }
   /// Predicted iteration time (all micro-batches, gradient sync and update).
   seconds time() const;
-  /// Predicted peak memory per device.
+  /// Predicted peak memory per device on the runtime (plan/memory_peak.hpp's replay),
+  /// or the additive memory where the planner did not replay the point.
   bytes memory() const;
+  /// The additive memory the search optimized (the problem's sum over ops and edges).
+  bytes additive_memory() const;
   /// The gradient-accumulation count k.
   int micro_batches() const;
   /// The frontier point: exact integer costs, config index and label per op.

@@ -8,7 +8,7 @@
 //     "cluster": {"nodes": <n>, "gpus_per_node": <g>, "gpu": "<device preset>"},
 //     "precision": "fp32" | "bf16-mixed",
 //     "micro_batches": <k>,
-//     "time": <s per iteration, predicted>, "memory": <bytes per device, predicted>,
+//     "time": <s per iteration, predicted>, "memory": <bytes per device, predicted: the runtime peak>,
 //     "summary": "<one line>",
 //     "ops": [ {"name": "<op>", "label": "<config label>",
 //               "dims": {"<dim>": {"extent": <e>, "degrees": [<per mesh level: nodes, gpus>]}, ...},

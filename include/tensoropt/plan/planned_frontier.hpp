@@ -7,6 +7,11 @@
 // problem itself while a final point still uses it (the problem maps a point's
 // config indices back to op configs).
 //
+// Where the planner attached each point's runtime peak (plan/peak_frontier.hpp, the
+// default), `points` holds only the plans not dominated under (peak, time), and every
+// budget query and plan::memory() use the peak; plan::additive_memory() is the
+// search's additive memory. `memory_note` says which memory the search optimized.
+//
 // Queries return `std::optional<plan>` (plan/plan.hpp): no value when nothing
 // qualifies (an empty frontier, or no point within the budget), never a sentinel
 // index; `no_fit_message` words why for a user. They are the queries of
@@ -52,11 +57,18 @@ struct planned_frontier {
   build_options build;                  ///< precision, reserve and config bounds it was planned with
   std::vector<plan_part> parts;
   std::vector<frontier_point> points;   ///< memory ascending, time strictly descending
+  /// Every point the search returned (the union over k, before the runtime-peak
+  /// filter of peak_frontier.hpp, with their peaks): what --frontier-json writes, so
+  /// an outside tool re-solving the problem finds the same points. Empty when no
+  /// filter ran (then `points` is that union).
+  std::vector<frontier_point> searched;
   std::vector<int> part_of;             ///< points[i] comes from parts[part_of[i]]
   std::vector<baseline_result> baselines;
   double search_seconds = 0;
   bool exact = true;
   bool restricted = false;              ///< some k ran in fast mode
+  /// How the frontier's memory was computed (plan/peak_frontier.hpp's describe()).
+  std::string memory_note;
   /// One line per distinct mode decision ("fast mode: ... (k = 1, 2, 4)").
   std::vector<std::string> mode_notes;
 
@@ -72,7 +84,7 @@ struct planned_frontier {
   }
   std::optional<plan> middle() const {
     if (points.empty()) return std::nullopt;
-    const double lo = double(points.front().memory), hi = double(points.back().memory);
+    const double lo = double(budget_memory(points.front())), hi = double(budget_memory(points.back()));
     return fastest_within(bytes(std::sqrt(lo * hi)));
   }
   /// The plan at position `i`; throws invalid_argument past the end.
@@ -104,7 +116,8 @@ struct planned_frontier {
 };
 
 inline seconds plan::time() const { return seconds_of(point()); }
-inline bytes plan::memory() const { return bytes_of(point()); }
+inline bytes plan::memory() const { return from_byte_count(budget_memory(point())); }
+inline bytes plan::additive_memory() const { return bytes_of(point()); }
 inline int plan::micro_batches() const { return point().micro_batches; }
 inline const frontier_point& plan::point() const { return pf_->points.at(index_); }
 inline std::vector<op_config> plan::op_configs() const { return pf_->op_configs(index_); }

@@ -8,7 +8,8 @@
 // union are released as soon as that is known, so only the problems behind the
 // final points stay in memory. Each k runs in the search mode of plan/search_mode.hpp
 // (exact, or fast: identical layers composed by powering under a stated restriction,
-// checked against weighted-sum optima of the unrestricted problem); a k whose least
+// checked against weighted-sum optima of the unrestricted problem on every k that holds
+// points of the final union, once all are solved); a k whose least
 // memory exceeds the memory limit is skipped before any search. Baselines (data parallelism, Megatron tensor
 // parallelism of every legal degree with data parallelism over the rest, and the
 // single-objective optimum: the least time with no memory limit, as OptCNN finds it) are
@@ -29,7 +30,9 @@
 #include "../cost/op_cost.hpp"
 #include "../search/frontier_json.hpp"
 #include "../search/solve.hpp"
+#include "baselines.hpp"
 #include "build_problem.hpp"
+#include "peak_frontier.hpp"
 #include "planned_frontier.hpp"
 #include "search_mode.hpp"
 #include "report.hpp"
@@ -46,6 +49,9 @@ struct planner_options {
   std::size_t threads = 0;            ///< problems solved at once (one per k); 0 = every core
   search_mode mode = search_mode::automatic;  ///< exact, fast or chosen per problem
   bool check_restriction = true;      ///< fast mode: compare with weighted-sum optima
+  /// Replay each point's runtime peak and keep the plans not dominated under (peak, time)
+  /// (plan/peak_frontier.hpp); false: report the additive frontier as searched.
+  bool runtime_peak = true;
   /// Progress lines ("k=4: 312 configs ... solved in 0.21 s"); empty: silent.
   std::function<void(const std::string&)> progress;
 };
@@ -78,147 +84,6 @@ inline std::string count_str(double v) {
   return o;
 }
 }  // namespace detail
-
-/// The baselines (data parallelism, Megatron tensor parallelism) on `g` (full batch) and `cl`. Each takes the
-/// micro-batch count among `ks` that makes it fastest within the device memory (the
-/// least memory when none fits). `frontier` (may be empty) places each against it.
-inline std::vector<baseline_result> plan_baselines(const op_graph& g, const cluster& cl, const build_options& bo,
-                                                   const std::vector<frontier_point>& frontier,
-                                                   const std::vector<index_t>& ks) {
-  std::vector<baseline_result> out;
-  const double cap = cl.gpu_spec.capacity.value;
-  auto add = [&](std::string name, const strategy& s) {
-    baseline_result b;
-    b.name = std::move(name);
-    bool have = false;
-    index_t best_k = 1;
-    std::string why;
-    for (index_t k : ks) {
-      const op_graph mg = with_batch(g, g.batch / k);
-      const auto r = resolve(s, mg, cl.mesh);
-      if (r.error != strategy_error::none) {
-        if (why.empty()) why = r.message;
-        continue;
-      }
-      build_options o = bo;
-      o.micro_batches = k;
-      const auto c = evaluate(mg, r.configs, cl, o);
-      const double t = double(c.time) / ps_per_second, m = double(c.memory);
-      const bool fits = m <= cap, had_fit = have && b.memory <= cap;
-      if (!have || (fits && (!had_fit || t < b.time)) || (!fits && !had_fit && m < b.memory)) {
-        b.time = t;
-        b.memory = m;
-        best_k = k;
-        have = true;
-      }
-    }
-    if (!have) {
-      b.valid = false;
-      b.summary = why;
-      out.push_back(b);
-      return;
-    }
-    if (best_k > 1) b.name += ", k " + std::to_string(best_k);
-    // Where the frontier stands at this memory.
-    const frontier_point* best = nullptr;
-    for (auto& p : frontier)
-      if (double(p.memory) <= b.memory) best = &p;
-    if (b.memory > cl.gpu_spec.capacity.value) {
-      b.summary = "does not fit " + format_bytes(cl.gpu_spec.capacity);
-    } else if (best) {
-      const double speedup = b.time / (double(best->time) / ps_per_second);
-      char buf[96];
-      std::snprintf(buf, sizeof buf, "frontier %.2fx faster", speedup);
-      b.summary = buf;
-    } else if (!frontier.empty()) {
-      b.summary = "uses less memory than any frontier point?";
-    }
-    out.push_back(b);
-  };
-  add("data parallel", strategy{});
-  for (index_t t = 2; t <= cl.mesh.gpus_per_node; ++t) {
-    if (cl.mesh.gpus_per_node % t) continue;
-    strategy s;
-    s.k = strategy::kind::megatron;
-    s.tensor_parallel = t;
-    const index_t dp = cl.mesh.devices() / t;
-    add("megatron tp " + std::to_string(t) + (dp > 1 ? " x dp " + std::to_string(dp) : ""), s);
-  }
-  return out;
-}
-
-namespace detail {
-/// `p` with one objective: time' = time * 2^s + floor(memory / q) and memory' = 0, so every
-/// frontier of the search shrinks to one point, the least time'. The shift s leaves time'
-/// below 2^62 and q makes the memory terms of any strategy sum below 2^s: time' orders
-/// strategies by time exactly, and equal times by memory (rounded down to q per term).
-inline problem time_then_memory(const problem& p) {
-  cost_t tmax = 0, mmax = p.memory_offset;
-  for (auto& n : p.nodes) {
-    cost_t t = 0, m = 0;
-    for (auto& c : n.configs) { t = std::max(t, c.time); m = std::max(m, c.memory); }
-    tmax += t;
-    mmax += m;
-  }
-  for (auto& e : p.edges) {
-    tmax += e.time.empty() ? 0 : *std::max_element(e.time.begin(), e.time.end());
-    mmax += e.memory.empty() ? 0 : *std::max_element(e.memory.begin(), e.memory.end());
-  }
-  const int s = std::clamp(62 - int(std::bit_width(std::uint64_t(tmax))), 0, 20);
-  const cost_t q = (mmax >> s) + 1;
-  problem f = p;
-  f.memory_offset = 0;
-  for (auto& n : f.nodes)
-    for (auto& c : n.configs) { c.time = (c.time << s) + (s ? c.memory / q : 0); c.memory = 0; }
-  for (auto& e : f.edges) {
-    for (std::size_t i = 0; i < e.time.size(); ++i) e.time[i] = (e.time[i] << s) + (s ? e.memory[i] / q : 0);
-    std::fill(e.memory.begin(), e.memory.end(), 0);
-  }
-  return f;
-}
-}  // namespace detail
-
-/// The single-objective optimum of OptCNN on the same cost model: the least iteration time
-/// over every micro-batch count in `ks`, with no memory limit (so it may not fit the device),
-/// and among equal times the least memory. It is found by the same search on each problem
-/// with the two objectives folded into one (detail::time_then_memory), where every frontier
-/// shrinks to one point; its time and memory are then re-costed from the real problem.
-inline baseline_result single_objective_baseline(const op_graph& g, const cluster& cl, const build_options& bo,
-                                                 const std::vector<frontier_point>& frontier,
-                                                 const std::vector<index_t>& ks) {
-  baseline_result b;
-  b.name = "min time (single objective)";
-  b.valid = false;
-  index_t best_k = 0;
-  for (index_t k : ks) {
-    build_options o = bo;
-    o.micro_batches = k;
-    const built_problem built = build_problem(g, cl, o);
-    const auto r = solve(detail::time_then_memory(built.prob), solve_options{});
-    if (r.points.empty()) continue;
-    const strategy_cost c = cost_of(built.prob, r.points.front().choice);
-    const double t = double(c.time) / ps_per_second;
-    if (!b.valid || t < b.time || (t == b.time && double(c.memory) < b.memory)) {
-      b.valid = true;
-      b.time = t;
-      b.memory = double(c.memory);
-      best_k = k;
-    }
-  }
-  if (!b.valid) {
-    b.summary = "no strategy";
-    return b;
-  }
-  if (best_k > 1) b.name += ", k " + std::to_string(best_k);
-  for (std::size_t i = 0; i < frontier.size(); ++i)
-    if (double(frontier[i].time) / ps_per_second == b.time && double(frontier[i].memory) == b.memory)
-      b.summary = "= frontier point #" + std::to_string(i);
-  if (b.summary.empty() && !frontier.empty())
-    b.summary = b.memory > cl.gpu_spec.capacity.value
-                    ? "ignores memory; the fastest plan that fits is frontier point #" + std::to_string(frontier.size() - 1)
-                    : "no memory limit";
-  return b;
-}
 
 /// The frontier of `g` (at its global batch) on `cl`: the union over micro-batch counts.
 /// Throws invalid_argument for a micro-batch count that does not divide the batch.
@@ -294,11 +159,6 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
         }
         part.solve_seconds = detail::seconds_since(ts);
         std::erase_if(part.frontier.points, [&](const auto& q) { return q.time >= built->time_cap; });
-        if (part.frontier.restricted && opt.check_restriction) {
-          auto tc = std::chrono::steady_clock::now();
-          part.check = check_restriction(built->prob, part.frontier, opt.solve.memory_limit);
-          part.check_seconds = detail::seconds_since(tc);
-        }
         auto mine = label_points(built->prob, part.frontier, int(k));
         part.built = std::move(built);
         std::lock_guard lock(mu);
@@ -308,8 +168,7 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
             detail::count_str(double(part.configs)) + " configs, " + detail::count_str(double(part.edges)) +
             " edges; built in " + detail::fmt("%.2f", part.build_seconds) + " s, solved in " +
             detail::fmt("%.2f", part.solve_seconds) + " s: " + std::to_string(part.frontier.points.size()) +
-            " points; " + part.why +
-            (part.frontier.restricted && opt.check_restriction ? "; " + part.check.describe() : ""));
+            " points; " + part.why);
         entries[idx] = std::move(mine);
         pf.parts[idx] = std::move(part);
         // Release the problems that no longer contribute to the union so far.
@@ -327,16 +186,43 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
       }
     }
   };
-  std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < std::min(hw, ks.size()); ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
-  if (failure) std::rethrow_exception(failure);
+  auto run_pool = [&](auto&& fn, std::size_t jobs) {
+    std::vector<std::thread> pool;
+    for (std::size_t t = 1; t < std::min(hw, jobs); ++t) pool.emplace_back(fn);
+    fn();
+    for (auto& t : pool) t.join();
+    if (failure) std::rethrow_exception(failure);
+  };
+  run_pool(work, ks.size());
+  // Fast mode's restriction is checked where it matters: on the micro-batch counts that
+  // hold points of the final union (the others' problems are released already).
+  if (opt.check_restriction) {
+    std::vector<std::size_t> to_check;
+    for (std::size_t p = 0; p < pf.parts.size(); ++p)
+      if (pf.parts[p].frontier.restricted && pf.parts[p].built) to_check.push_back(p);
+    next = 0;
+    auto check = [&] {
+      for (std::size_t i; (i = next++) < to_check.size();) {
+        try {
+          auto& part = pf.parts[to_check[i]];
+          auto tc = std::chrono::steady_clock::now();
+          part.check = check_restriction(part.built->prob, part.frontier, opt.solve.memory_limit);
+          part.check_seconds = detail::seconds_since(tc);
+        } catch (...) {
+          std::lock_guard lock(mu);
+          if (!failure) failure = std::current_exception();
+          next = to_check.size();
+        }
+      }
+    };
+    run_pool(check, to_check.size());
+  }
   for (auto& part : pf.parts) {
     pf.exact = pf.exact && part.frontier.exact;
     pf.restricted = pf.restricted || part.frontier.restricted;
     std::string line = part.why;
-    if (part.frontier.restricted && opt.check_restriction) line += "; " + part.check.describe();
+    if (part.frontier.restricted && opt.check_restriction)
+      line += "; " + (part.built ? part.check.describe() : std::string("not checked: no point on the final frontier"));
     const std::string k = std::to_string(part.micro_batches);
     bool found = false;
     for (auto& n : pf.mode_notes)
@@ -350,10 +236,14 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
   for (auto& e : pf.points)
     for (std::size_t p = 0; p < pf.parts.size(); ++p)
       if (pf.parts[p].micro_batches == e.micro_batches) pf.part_of.push_back(int(p));
+  if (opt.runtime_peak)
+    pf.memory_note = attach_peaks(pf, hw, opt.solve.memory_limit).describe();
+  else
+    pf.memory_note = "the additive memory the search optimized (not the runtime peak)";
   pf.search_seconds = detail::seconds_since(t0);
   if (opt.baselines) {
-    pf.baselines = plan_baselines(g, cl, opt.build, pf.points, ks);
-    pf.baselines.push_back(single_objective_baseline(g, cl, opt.build, pf.points, ks));
+    pf.baselines = plan_baselines(g, cl, opt.build, pf.points, ks, opt.runtime_peak);
+    pf.baselines.push_back(single_objective_baseline(g, cl, opt.build, pf.points, ks, opt.runtime_peak));
   }
   return pf;
 }
@@ -380,7 +270,8 @@ inline frontier_report make_report(const planned_frontier& pf, const std::string
   for (std::size_t i = 0; i < pf.points.size(); ++i) {
     frontier_report::point p;
     p.time = double(pf.points[i].time) / ps_per_second;
-    p.memory = double(pf.points[i].memory);
+    p.memory = double(budget_memory(pf.points[i]));
+    if (pf.points[i].peak > 0 && pf.points[i].peak != pf.points[i].memory) p.additive = double(pf.points[i].memory);
     p.micro_batches = pf.points[i].micro_batches;
     p.choice = pf.points[i].choice;
     p.labels = pf.points[i].labels;
@@ -388,6 +279,7 @@ inline frontier_report make_report(const planned_frontier& pf, const std::string
     r.points.push_back(std::move(p));
   }
   if (!pf.exact) r.notes = "approximate frontier (epsilon or width fallback): see the search notes";
+  if (!pf.memory_note.empty()) r.notes += std::string(r.notes.empty() ? "" : "; ") + pf.memory_note;
   if (pf.restricted) {
     r.notes += std::string(r.notes.empty() ? "" : "; ") +
                "fast mode: one layout at every boundary between identical layers (" + pf.mode_notes.front() + ")";

@@ -195,17 +195,25 @@ inline std::string format_table(const frontier_report& r, std::size_t max_rows =
          describe_tolerance(sh.tolerance) + "\n";
   // The MFU column (predicted model FLOPs utilization) when the points know it.
   const bool mfu = std::any_of(r.points.begin(), r.points.end(), [](const frontier_report::point& p) { return p.mfu > 0; });
-  o += std::string("    #  mem/device  iter time     k  ") + (mfu ? "  MFU  first plan, then changes from above\n"
-                                                              : "first plan, then changes from the row above\n");
-  o += std::string("-----  ----------  ---------  ----  ") + (mfu ? "-----  " : "") + std::string(mfu ? 37 : 44, '-') + "\n";
+  // The additive column (the search's memory) where the points carry a runtime peak that differs.
+  const bool add = std::any_of(r.points.begin(), r.points.end(), [](const frontier_report::point& p) { return p.additive > 0; });
+  const int width = (mfu ? 37 : 44) - (add ? 12 : 0);
+  o += std::string(add ? "    #    peak/dev    additive  iter time     k  " : "    #  mem/device  iter time     k  ") +
+       (mfu ? "  MFU  " : "") +
+       (width >= 44 ? "first plan, then changes from the row above" : width >= 37 ? "first plan, then changes from above" : "first plan, then changes") + "\n";
+  o += std::string("-----  ----------  ") + (add ? "----------  " : "") + "---------  ----  " + (mfu ? "-----  " : "") +
+       std::string(std::size_t(width), '-') + "\n";
   for (std::size_t n = 0; n < sh.rows.size(); ++n) {
     const std::size_t i = sh.rows[n];
     const auto& p = r.points[i];
     const std::string what = n == 0 ? p.summary : describe_change(r, sh.rows[n - 1], i, 2, true);
     char line[256];
-    std::snprintf(line, sizeof line, "%c%4zu  %10s  %9s  %4d  %s%s\n", int(i) == r.chosen ? '*' : ' ', i,
-                  format_bytes(p.memory).c_str(), format_seconds(p.time).c_str(), p.micro_batches,
-                  mfu ? detail::fmt("%4.1f%%  ", 100 * p.mfu).c_str() : "", detail::truncate(what, mfu ? 37 : 44).c_str());
+    char additive[32] = "";
+    if (add) std::snprintf(additive, sizeof additive, "%10s  ", format_bytes(p.additive > 0 ? p.additive : p.memory).c_str());
+    std::snprintf(line, sizeof line, "%c%4zu  %10s  %s%9s  %4d  %s%s\n", int(i) == r.chosen ? '*' : ' ', i,
+                  format_bytes(p.memory).c_str(), additive, format_seconds(p.time).c_str(), p.micro_batches,
+                  mfu ? detail::fmt("%4.1f%%  ", 100 * p.mfu).c_str() : "",
+                  detail::truncate(what, std::size_t(width)).c_str());
     o += line;
   }
   if (!r.baselines.empty()) {

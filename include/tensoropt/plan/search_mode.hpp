@@ -131,10 +131,24 @@ inline restriction_check check_restriction(const problem& p, const frontier_resu
   for (double w : ws) {
     ++out.weights;
     problem q = p;
-    // (saturated below 2^61: llround of a value beyond int64 is undefined)
-    auto scal = [w](cost_t t, cost_t m) {
-      return w < 0 ? m : t + cost_t(std::llround(std::min(w * double(m), double(max_problem_cost / 2))));
-    };
+    // time + w x memory in units of `unit` ps, the unit chosen so that the largest
+    // strategy (every node and edge at its largest) stays within 2^61: the search
+    // stays exact on the scaled terms, and the rounding (half a unit per term) is far
+    // below the gaps measured
+    auto raw = [w](cost_t t, cost_t m) { return w < 0 ? double(m) : double(t) + w * double(m); };
+    double largest = 0;
+    for (auto& n : p.nodes) {
+      double x = 0;
+      for (auto& c : n.configs) x = std::max(x, raw(c.time, c.memory));
+      largest += x;
+    }
+    for (auto& e : p.edges) {
+      double x = 0;
+      for (std::size_t i = 0; i < e.time.size(); ++i) x = std::max(x, raw(e.time[i], e.memory[i]));
+      largest += x;
+    }
+    const double unit = std::max(1.0, largest / double(max_problem_cost / 2));
+    auto scal = [&](cost_t t, cost_t m) { return cost_t(std::llround(raw(t, m) / unit)); };
     q.memory_offset = 0;
     for (auto& n : q.nodes)
       for (auto& c : n.configs) { c.time = scal(c.time, c.memory); c.memory = 0; }

@@ -235,6 +235,46 @@ struct ckpt_writer {
     hash = fnv_offset;
   }
 };
+
+/// Writes the checkpoint of graph `g` at `step` with the whole tensors `recs` (name,
+/// data) of shapes `shapes`, in the order given (save_checkpoint's: each parameter
+/// followed by its optimizer states, in graph order).
+inline void write_checkpoint(const std::string& path, const op_graph& g, std::int64_t steps,
+                             const optimizer_options& opt,
+                             const std::vector<std::pair<std::string, std::vector<float>>>& recs,
+                             const std::vector<std::vector<index_t>>& shapes) {
+  output_file out(path, "checkpoint");
+  detail::ckpt_writer w{out};
+  const auto ops = detail::model_identity(g);
+  const std::uint64_t step = std::uint64_t(steps);
+  const std::uint32_t kind = std::uint32_t(opt.type), nops = std::uint32_t(ops.size()),
+                      count = std::uint32_t(recs.size());
+  w.put("TOCKPT02", 8);
+  w.put(&step, 8);
+  w.put(&kind, 4);
+  w.put(&nops, 4);
+  w.put(&count, 4);
+  for (const auto& o : ops) {
+    const std::uint32_t n = std::uint32_t(o.extents.size());
+    w.put_name(o.name);
+    w.put(&o.kind, 4);
+    w.put(&n, 4);
+    w.put(o.extents.data(), 8 * n);
+  }
+  w.end_section();
+  for (std::size_t i = 0; i < recs.size(); ++i) {
+    const auto& [name, data] = recs[i];
+    const std::uint32_t rank = std::uint32_t(shapes[i].size());
+    const std::uint64_t n = data.size();
+    w.put_name(name);
+    w.put(&rank, 4);
+    w.put(shapes[i].data(), 8 * rank);
+    w.put(&n, 8);
+    w.put(data.data(), 4 * n);
+    w.end_section();
+  }
+  out.commit();
+}
 }  // namespace detail
 
 /// Saves the whole weights and optimizer state of `ex` to `path` (collective: every
@@ -253,39 +293,7 @@ inline void save_checkpoint(executor& ex, const std::string& path) {
       shapes.push_back(shape);
     }
   }
-  if (ex.comm().rank() == 0) {
-    output_file out(path, "checkpoint");
-    detail::ckpt_writer w{out};
-    const auto ops = detail::model_identity(g);
-    const std::uint64_t step = std::uint64_t(ex.steps());
-    const std::uint32_t kind = std::uint32_t(ex.optimizer().type), nops = std::uint32_t(ops.size()),
-                        count = std::uint32_t(recs.size());
-    w.put("TOCKPT02", 8);
-    w.put(&step, 8);
-    w.put(&kind, 4);
-    w.put(&nops, 4);
-    w.put(&count, 4);
-    for (const auto& o : ops) {
-      const std::uint32_t n = std::uint32_t(o.extents.size());
-      w.put_name(o.name);
-      w.put(&o.kind, 4);
-      w.put(&n, 4);
-      w.put(o.extents.data(), 8 * n);
-    }
-    w.end_section();
-    for (std::size_t i = 0; i < recs.size(); ++i) {
-      const auto& [name, data] = recs[i];
-      const std::uint32_t rank = std::uint32_t(shapes[i].size());
-      const std::uint64_t n = data.size();
-      w.put_name(name);
-      w.put(&rank, 4);
-      w.put(shapes[i].data(), 8 * rank);
-      w.put(&n, 8);
-      w.put(data.data(), 4 * n);
-      w.end_section();
-    }
-    out.commit();
-  }
+  if (ex.comm().rank() == 0) detail::write_checkpoint(path, g, ex.steps(), ex.optimizer(), recs, shapes);
   ex.comm().barrier();
 }
 
@@ -293,7 +301,9 @@ inline void save_checkpoint(executor& ex, const std::string& path) {
 /// format_error, naming the part, when the file is not a regular file, truncated or
 /// corrupt, or does not match: another model (the first differing op), another
 /// optimizer, a missing, extra or reshaped tensor. Nothing changes unless all match.
-inline void load_checkpoint(executor& ex, const std::string& path) {
+/// `every_tensor` false (a pipeline stage): loads the parameters `ex` holds and
+/// accepts the file's others.
+inline void load_checkpoint(executor& ex, const std::string& path, bool every_tensor = true) {
   const auto f = detail::read_checkpoint(path);
   const auto& g = ex.graph();
   const auto diff = detail::identity_difference(f.ops, detail::model_identity(g));
@@ -326,7 +336,7 @@ inline void load_checkpoint(executor& ex, const std::string& path) {
         if (pass) ex.scatter(t, s, st.data);
       }
     }
-    if (pass == 0 && expected != f.records.size())
+    if (pass == 0 && every_tensor && expected != f.records.size())
       throw format_error("checkpoint '" + path + "' has " + std::to_string(f.records.size()) + " tensors, graph '" +
                          g.name + "' needs " + std::to_string(expected));
   }

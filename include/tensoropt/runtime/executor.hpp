@@ -28,11 +28,19 @@
 // The executor owns a backend chosen at run time (backend.hpp: "cpu" or "cuda")
 // and the data plane it makes; every kernel, element operation, allocation and
 // transfer goes through them, so the same executor runs on host or device buffers.
+//
+// Pipeline stages (runtime/pipeline.hpp) build an executor over a range of ops
+// (`op_range`): it places and runs only those ops (and the input ops they read),
+// keeps only their parameters, and exchanges the tensors that cross the range's
+// edges whole (replicated over the stage) through the stage hooks below
+// (begin_step, forward_micro, backward_micro, finish_step). The whole range (the
+// default) runs exactly the code path of an ordinary plan.
 #pragma once
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,6 +49,7 @@
 #include "backend.hpp"
 #include "data_plane.hpp"
 #include "op_context.hpp"
+#include "op_range.hpp"
 #include "optimizer.hpp"
 #include "sharding.hpp"
 
@@ -68,7 +77,11 @@ class executor {
   /// Runs on backend `be` (this device's, made for rank comm.rank()).
   executor(const op_graph& g, training_plan plan, communicator& comm, std::unique_ptr<backend> be,
            optimizer_options opt = {}, std::uint64_t seed = 1234)
-      : full_(g), plan_(std::move(plan)), comm_(comm), opt_(opt), seed_(seed), be_(std::move(be)) {
+      : executor(g, std::move(plan), op_range{}, comm, std::move(be), opt, seed) {}
+  /// Runs only the ops of `ops` (a pipeline stage; see the header comment).
+  executor(const op_graph& g, training_plan plan, op_range ops, communicator& comm, std::unique_ptr<backend> be,
+           optimizer_options opt = {}, std::uint64_t seed = 1234)
+      : full_(g), plan_(std::move(plan)), comm_(comm), opt_(opt), seed_(seed), be_(std::move(be)), range_(ops) {
     if (!be_) throw invalid_argument("executor: no backend given");
     be_->bind();
     dp_ = be_->make_data_plane(comm_);
@@ -81,6 +94,9 @@ class executor {
   /// micro-batches, gradient synchronization, optimizer update. Returns the loss
   /// (the same on every device). All devices must call it together.
   float step(const batch& b) {
+    if (staged())
+      throw invalid_argument("executor: ops [" + std::to_string(range_.begin) + ", " + std::to_string(range_.end) +
+                             ") are a pipeline stage; step it with runtime::pipeline_stage");
     check_batch(b);
     be_->bind();
     be_->reset_peak();
@@ -130,11 +146,12 @@ class executor {
       if (graph_.tensors[t].parameter && graph_.tensors[t].name == name) return int(t);
     throw invalid_argument("no parameter named '" + name + "' in graph '" + graph_.name + "'");
   }
-  /// Parameter tensors (indices into graph().tensors) in graph order.
+  /// Parameter tensors this executor holds (indices into graph().tensors) in graph
+  /// order: all of them, or those an op of its range reads.
   std::vector<int> parameters() const {
     std::vector<int> v;
     for (std::size_t t = 0; t < graph_.tensors.size(); ++t)
-      if (graph_.tensors[t].parameter) v.push_back(int(t));
+      if (graph_.tensors[t].parameter && !params_[t].users.empty()) v.push_back(int(t));
     return v;
   }
   const op_graph& graph() const { return full_; }
@@ -155,6 +172,59 @@ class executor {
   /// The number of state arrays per parameter (gather/scatter's `state`): the
   /// optimizer's, then the backend's (the fp32 master weights under bf16-mixed).
   int state_arrays() const { return opt_.states() + be_->extra_states(); }
+
+  // ---- pipeline stage hooks (runtime/pipeline.hpp) --------------------------------
+  /// The ops this executor runs.
+  const op_range& range() const { return range_; }
+  /// The graph at the micro-batch size (the shapes forward_micro exchanges).
+  const op_graph& micro_graph() const { return graph_; }
+  /// Whether op j runs here: in the range, or an input op that an op of it reads.
+  bool runs(std::size_t j) const { return j < runs_.size() && runs_[j]; }
+  /// Tensors read by ops of the range and made by a (non-input) op before it, and
+  /// tensors made in the range and read by an op after it; both in tensor order.
+  const std::vector<int>& boundary_inputs() const { return bin_; }
+  const std::vector<int>& boundary_outputs() const { return bout_; }
+  /// Starts a step on global batch `b` (drops what a failed step left in flight).
+  void begin_step(const batch& b) {
+    inflight_.clear();
+    check_batch(b);
+    be_->bind();
+    be_->reset_peak();
+  }
+  /// Forward of micro-batch m: `in[i]` is the whole boundary_inputs()[i] of this
+  /// micro-batch; returns this micro-batch's loss (0 without the loss op) and fills
+  /// `out[i]` with the whole boundary_outputs()[i]. Keeps what backward needs.
+  double forward_micro(const batch& b, int m, const std::vector<std::vector<float>>& in,
+                       std::vector<std::vector<float>>& out) {
+    std::vector<saved_op> saved;
+    const double loss = forward(b, m, saved, &in, &out);
+    inflight_.emplace_back(m, std::move(saved));
+    return loss;
+  }
+  /// Backward of micro-batch m (after its forward_micro): `dout[i]` is the whole
+  /// gradient of boundary_outputs()[i]; fills `din[i]` with that of boundary_inputs()[i].
+  void backward_micro(int m, const std::vector<std::vector<float>>& dout, std::vector<std::vector<float>>& din) {
+    auto it = std::find_if(inflight_.begin(), inflight_.end(), [&](const auto& e) { return e.first == m; });
+    if (it == inflight_.end())
+      throw invalid_argument("backward of micro-batch " + std::to_string(m) + " before its forward");
+    auto saved = std::move(it->second);
+    inflight_.erase(it);
+    backward(saved, m, &dout, &din);
+  }
+  /// Gradient synchronization and the update; ends the step.
+  void finish_step() {
+    be_->memory().enter(2 * int(graph_.ops.size()));
+    sync_and_update();
+    be_->synchronize();
+    be_->memory().enter(-1);
+    ++step_;
+  }
+  /// Called in finish_step with the whole, summed gradient of each parameter of
+  /// `tensors` (those another stage also holds) before its update; may change it.
+  void set_shared_gradient_hook(std::vector<int> tensors, std::function<void(int, std::vector<float>&)> f) {
+    shared_ = std::move(tensors);
+    shared_hook_ = std::move(f);
+  }
 
  private:
   struct param_slot {
@@ -183,6 +253,7 @@ class executor {
   bool keeps_shard(int j, std::size_t s) const {
     const int t = graph_.ops[std::size_t(j)].inputs[s].tensor;
     const int p = graph_.tensors[std::size_t(t)].producer;
+    if (!runs(std::size_t(p))) return false;  // a boundary input arrives whole
     return tensoropt::detail::kept_shard_ratio(graph_, {p, j, t, int(s)}, plan_.configs[std::size_t(p)],
                                                plan_.configs[std::size_t(j)]) < 1;
   }
@@ -202,7 +273,7 @@ class executor {
     const auto& op = graph_.ops[std::size_t(j)];
     const int p = graph_.tensors[std::size_t(op.inputs[s].tensor)].producer;
     const auto& po = graph_.ops[std::size_t(p)];
-    return plan_.configs[std::size_t(j)].recompute && plan_.configs[std::size_t(p)].recompute &&
+    return runs(std::size_t(p)) && plan_.configs[std::size_t(j)].recompute && plan_.configs[std::size_t(p)].recompute &&
            po.kind != op_kind::input && op.repeat_id >= 0 && po.repeat_id == op.repeat_id &&
            po.repeat_index == op.repeat_index;
   }
@@ -288,9 +359,15 @@ class executor {
     params_.resize(graph_.tensors.size());
     consumers_.assign(graph_.tensors.size(), 0);
     loss_op_ = -1;
+    find_stage();
     for (int j = 0; j < n; ++j) {
       const auto& op = graph_.ops[std::size_t(j)];
       const auto& c = plan_.configs[std::size_t(j)];
+      if (!runs(std::size_t(j))) {  // another stage's op: its output arrives whole
+        plans_[std::size_t(j)].out = plans_[std::size_t(j)].dout =
+            replicated(graph_.tensors[std::size_t(op.output.tensor)], int(plan_.mesh.devices()));
+        continue;
+      }
       validate(op, c, plan_.mesh);
       auto& P = plans_[std::size_t(j)];
       auto tensor = [&](const tensor_map& m) -> const tensor_info& { return graph_.tensors[std::size_t(m.tensor)]; };
@@ -317,26 +394,53 @@ class executor {
         loss_op_ = j;
       }
     }
-    if (loss_op_ < 0) throw invalid_argument("graph '" + graph_.name + "' has no softmax_xent loss to train");
+    if (loss_op_ < 0 && staged()) {
+      for (std::size_t j = 0; j < full_.ops.size() && loss_op_ < 0; ++j)
+        if (full_.ops[j].kind == op_kind::softmax_xent) loss_op_ = -2;  // in another stage
+    }
+    if (loss_op_ == -2) loss_op_ = -1;
+    else if (loss_op_ < 0) throw invalid_argument("graph '" + graph_.name + "' has no softmax_xent loss to train");
     ensure_grad_buffers();
     be_->memory().site_peak.assign(std::size_t(2 * n + 1), 0);  // memory_stats' sites
-    for (std::size_t t = 0; t < graph_.tensors.size(); ++t)
+    for (std::size_t t = 0; t < graph_.tensors.size() && !staged(); ++t)
       if (graph_.tensors[t].parameter && params_[t].users.empty())
         throw invalid_argument("parameter '" + graph_.tensors[t].name + "' is used by no op");
   }
 
   std::size_t me() const { return std::size_t(comm_.rank()); }
+  bool staged() const { return range_.begin > 0 || range_.end < graph_.ops.size(); }
+
+  /// Which ops run here (op_range.hpp) and the input number of each input op.
+  void find_stage() {
+    auto ro = ops_of_range(graph_, range_);
+    runs_ = std::move(ro.runs);
+    bin_ = std::move(ro.inputs);
+    bout_ = std::move(ro.outputs);
+    input_no_.assign(graph_.ops.size(), -1);
+    for (std::size_t j = 0, k = 0; j < graph_.ops.size(); ++j)
+      if (graph_.ops[j].kind == op_kind::input) input_no_[j] = int(k++);
+  }
 
   void init_param(int j, int s) {
-    const auto& op = graph_.ops[std::size_t(j)];
-    const auto& m = op.params[std::size_t(s)];
-    const auto& t = graph_.tensors[std::size_t(m.tensor)];
-    auto& P = params_[std::size_t(m.tensor)];
+    const int tensor = graph_.ops[std::size_t(j)].params[std::size_t(s)].tensor;
+    const auto& t = graph_.tensors[std::size_t(tensor)];
+    auto& P = params_[std::size_t(tensor)];
     P.place = plans_[std::size_t(j)].par[std::size_t(s)];
     P.opt_place = P.place;
     if (plan_.configs[std::size_t(j)].shard_optimizer) shard_over_replicas(P.opt_place, t.rank);
     for (int k = 0; k < opt_.states(); ++k)
       P.state.push_back(be_->allocate(std::size_t(P.opt_place.box[me()].size(t.rank)), buffer_role::state));
+    // The values follow the parameter's first user in the whole graph: a pipeline
+    // stage may hold only a later one (GPT's LM head reads the token table).
+    for (int i = 0, found = 0; i < j && !found; ++i)
+      for (std::size_t k = 0; k < graph_.ops[std::size_t(i)].params.size() && !found; ++k)
+        if (graph_.ops[std::size_t(i)].params[k].tensor == tensor) {
+          j = i;
+          s = int(k);
+          found = 1;
+        }
+    const auto& op = graph_.ops[std::size_t(j)];
+    const auto& m = op.params[std::size_t(s)];
     // Deterministic init from the global element index: the same under any plan.
     float value = 0, scale = 0;
     const bool norm = op.kind == op_kind::layer_norm || op.kind == op_kind::batch_norm;
@@ -435,18 +539,54 @@ class executor {
   }
 
   double micro_step(const batch& b, int m) {
+    std::vector<saved_op> saved;
+    const double loss = forward(b, m, saved, nullptr, nullptr);
+    backward(saved, m, nullptr, nullptr);
+    return loss;
+  }
+
+  /// The whole tensor t from placement `pl` (collective over the stage).
+  std::vector<float> whole_of(const buffer& data, const placement& pl, int t) {
+    const placement full = replicated(graph_.tensors[std::size_t(t)], int(plan_.mesh.devices()));
+    if (pl == full) return be_->download(data);
+    return be_->download(redistribute(*dp_, pl, data, full, *be_));
+  }
+  /// This device's part, in placement `pl`, of the whole tensor t given in `host`.
+  buffer slice_of(const std::vector<float>& host, const placement& pl, int t) {
+    const auto& ti = graph_.tensors[std::size_t(t)];
+    if (index_t(host.size()) != ti.size())
+      throw invalid_argument("tensor '" + ti.name + "' arrived with " + std::to_string(host.size()) +
+                             " values, expected " + std::to_string(ti.size()));
+    const placement full = replicated(ti, int(plan_.mesh.devices()));
+    buffer b = be_->upload(host, buffer_role::activation);
+    return pl == full ? std::move(b) : redistribute(*dp_, full, b, pl, *be_);
+  }
+
+  /// Forward of micro-batch m; with `bin`/`bout` (a stage), the boundary tensors.
+  double forward(const batch& b, int m, std::vector<saved_op>& saved, const std::vector<std::vector<float>>* bin,
+                 std::vector<std::vector<float>>* bout) {
     const int n = int(graph_.ops.size());
     std::vector<std::shared_ptr<const buffer>> act(graph_.tensors.size());
     std::vector<int> left = consumers_;
-    std::vector<saved_op> saved(static_cast<std::size_t>(n));
+    saved.clear();
+    saved.resize(static_cast<std::size_t>(n));
     double loss = 0;
-    int input_no = 0;
+    if (bin) {
+      if (bin->size() != bin_.size())
+        throw invalid_argument("forward_micro: " + std::to_string(bin->size()) + " boundary inputs given, the stage reads " +
+                               std::to_string(bin_.size()));
+      for (std::size_t i = 0; i < bin_.size(); ++i)
+        act[std::size_t(bin_[i])] =
+            std::make_shared<const buffer>(slice_of((*bin)[i], plans_[std::size_t(graph_.tensors[std::size_t(bin_[i])].producer)].out, bin_[i]));
+    }
+    if (bout) bout->assign(bout_.size(), {});
     for (int j = 0; j < n; ++j) {
       const auto& op = graph_.ops[std::size_t(j)];
       const auto& P = plans_[std::size_t(j)];
+      if (!runs(std::size_t(j))) continue;
       be_->memory().enter(j);
       if (op.kind == op_kind::input) {
-        act[std::size_t(op.output.tensor)] = feed(b, input_no++, j, m);
+        act[std::size_t(op.output.tensor)] = feed(b, input_no_[std::size_t(j)], j, m);
         continue;
       }
       auto& S = saved[std::size_t(j)];
@@ -486,24 +626,39 @@ class executor {
         const placement one = replicated(graph_.tensors[std::size_t(op.output.tensor)], int(plan_.mesh.devices()));
         loss = be_->download(redistribute(*dp_, P.out, y, one, *be_))[0];
       }
+      if (bout)
+        for (std::size_t i = 0; i < bout_.size(); ++i)
+          if (bout_[i] == op.output.tensor) (*bout)[i] = whole_of(y, P.out, bout_[i]);
       act[std::size_t(op.output.tensor)] = std::make_shared<const buffer>(std::move(y));
     }
     act.clear();
-    backward(saved, m);
     return loss;
   }
 
-  void backward(std::vector<saved_op>& saved, int m) {
+  /// Backward of micro-batch m; with `bdout`/`bdin` (a stage), the boundary gradients.
+  void backward(std::vector<saved_op>& saved, int m, const std::vector<std::vector<float>>* bdout,
+                std::vector<std::vector<float>>* bdin) {
     const int n = int(graph_.ops.size());
     std::vector<std::unique_ptr<buffer>> grad(graph_.tensors.size());
-    {
+    if (loss_op_ >= 0) {
       const float dl = 1.f / float(plan_.micro_batches);
       auto seed = std::make_unique<buffer>(be_->upload(std::span(&dl, 1), buffer_role::state));  // fp32
       grad[std::size_t(graph_.ops[std::size_t(loss_op_)].output.tensor)] = std::move(seed);
     }
+    if (bdout) {
+      if (bdout->size() != bout_.size())
+        throw invalid_argument("backward_micro: " + std::to_string(bdout->size()) +
+                               " boundary gradients given, the stage writes " + std::to_string(bout_.size()));
+      for (std::size_t i = 0; i < bout_.size(); ++i) {
+        const int t = bout_[i];
+        grad[std::size_t(t)] = std::make_unique<buffer>(
+            slice_of((*bdout)[i], plans_[std::size_t(graph_.tensors[std::size_t(t)].producer)].dout, t));
+      }
+    }
     for (int j = n - 1; j >= 0; --j) {
       const auto& op = graph_.ops[std::size_t(j)];
       auto& S = saved[std::size_t(j)];
+      if (!runs(std::size_t(j))) continue;
       auto dy = std::move(grad[std::size_t(op.output.tensor)]);
       be_->memory().enter(n + j);
       if (op.kind == op_kind::input || !dy) {
@@ -566,6 +721,15 @@ class executor {
         else be_->accumulate(acc, dpar[s]);
       }
     }
+    if (bdin) {
+      bdin->assign(bin_.size(), {});
+      for (std::size_t i = 0; i < bin_.size(); ++i) {
+        const int t = bin_[i];
+        const auto& pl = plans_[std::size_t(graph_.tensors[std::size_t(t)].producer)].dout;
+        if (grad[std::size_t(t)]) (*bdin)[i] = whole_of(*grad[std::size_t(t)], pl, t);
+        else (*bdin)[i].assign(std::size_t(graph_.tensors[std::size_t(t)].size()), 0.f);  // not differentiated here
+      }
+    }
   }
 
   /// Gradient buffers live for the whole run, zeroed after each update (as in
@@ -574,7 +738,7 @@ class executor {
   void ensure_grad_buffers() {
     auto zeroed = [&](std::size_t n) { return be_->allocate(n, buffer_role::gradient); };
     for (std::size_t j = 0; j < graph_.ops.size(); ++j)
-      for (std::size_t s = 0; s < graph_.ops[j].params.size(); ++s) {
+      for (std::size_t s = 0; s < graph_.ops[j].params.size() && runs(j); ++s) {
         const int t = graph_.ops[j].params[s].tensor;
         auto& P = params_[std::size_t(t)];
         const int rank = graph_.tensors[std::size_t(t)].rank;
@@ -609,6 +773,11 @@ class executor {
         buffer part = redistribute(*dp_, plans_[std::size_t(j)].dpar[std::size_t(s)], acc, P.opt_place, *be_);
         acc = {};  // reallocated, zeroed, after the update
         be_->accumulate(g, part);
+      }
+      if (std::find(shared_.begin(), shared_.end(), int(t)) != shared_.end()) {  // summed with the other stages'
+        std::vector<float> all = whole_of(g, P.opt_place, int(t));
+        shared_hook_(int(t), all);
+        g = slice_of(all, P.opt_place, int(t));
       }
       if (P.opt_place == P.place) {
         be_->optimizer_update(opt_, step_ + 1, P.value, g, P.state);
@@ -654,6 +823,11 @@ class executor {
   std::vector<std::vector<buffer>> pacc_;
   std::vector<int> consumers_;
   int loss_op_ = -1;
+  op_range range_;
+  std::vector<bool> runs_;
+  std::vector<int> input_no_, bin_, bout_, shared_;
+  std::function<void(int, std::vector<float>&)> shared_hook_;
+  std::vector<std::pair<int, std::vector<saved_op>>> inflight_;
   std::int64_t step_ = 0;
   double kernel_seconds_ = 0;
 };

@@ -13,6 +13,7 @@
 //     budget, or with no budget the fastest within the geometric mean of the least
 //     and the most memory (a plan between the two ends of the frontier).
 //   train(g, plan, world, next_batch, options)
+//     (plan: a training_plan, or a pipeline_plan run by pipeline_trainer.hpp)
 //     builds the trainer on a local_world or on this process's communicator (MPI),
 //     resumes from a checkpoint if asked (the step count continues from it), runs the
 //     steps with `next_batch(step)` giving the batch of each global step, and saves
@@ -29,6 +30,7 @@
 #include <string>
 #include "../plan/plan_file.hpp"
 #include "../plan/planner.hpp"
+#include "pipeline_trainer.hpp"
 #include "trainer.hpp"
 
 namespace tensoropt::runtime {
@@ -115,17 +117,18 @@ struct training_result {
   std::int64_t peak_bytes = 0;    ///< most memory of a device of this process in one step
 };
 
-/// Trains `g` under `plan` on `world` (a local_world, or this process's
-/// communicator of an SPMD run); see the header comment.
-template <class World>
-training_result train(const op_graph& g, const training_plan& plan, World& world,
-                      const std::function<batch(std::int64_t)>& next_batch, const training_options& o) {
-  tensoropt::detail::require(o.steps >= 0, "train: the step count must be >= 0, got " + std::to_string(o.steps));
-  trainer tr(g, plan, world, o.optimizer, o.seed, o.backend);
+namespace detail {
+inline executor& executor_of(executor& e) { return e; }
+inline executor& executor_of(pipeline_stage& s) { return s.stage_executor(); }
+
+/// The steps and checkpoints of train(), on a trainer or a pipeline_trainer.
+template <class Trainer>
+training_result run_training(Trainer& tr, const std::function<batch(std::int64_t)>& next_batch,
+                             const training_options& o) {
   if (!o.resume.empty()) tr.load(o.resume);
   training_result r;
-  r.first_step = tr.device(0).steps();
-  const double kernels0 = tr.device(0).kernel_seconds();
+  r.first_step = executor_of(tr.device(0)).steps();
+  const double kernels0 = executor_of(tr.device(0)).kernel_seconds();
   for (int s = 0; s < o.steps; ++s) {
     const std::int64_t step = r.first_step + s;
     const auto b = next_batch(step);
@@ -138,9 +141,29 @@ training_result train(const op_graph& g, const training_plan& plan, World& world
     for (auto& m : tr.memory()) r.peak_bytes = std::max(r.peak_bytes, m.peak);
     if (o.on_step) o.on_step(step, loss, dt);
   }
-  r.kernel_seconds = tr.device(0).kernel_seconds() - kernels0;
+  r.kernel_seconds = executor_of(tr.device(0)).kernel_seconds() - kernels0;
   if (!o.save.empty()) tr.save(o.save);
   return r;
+}
+}  // namespace detail
+
+/// Trains `g` under `plan` on `world` (a local_world, or this process's
+/// communicator of an SPMD run); see the header comment.
+template <class World>
+training_result train(const op_graph& g, const training_plan& plan, World& world,
+                      const std::function<batch(std::int64_t)>& next_batch, const training_options& o) {
+  tensoropt::detail::require(o.steps >= 0, "train: the step count must be >= 0, got " + std::to_string(o.steps));
+  trainer tr(g, plan, world, o.optimizer, o.seed, o.backend);
+  return detail::run_training(tr, next_batch, o);
+}
+
+/// Trains `g` under the pipeline plan `plan` (runtime/pipeline.hpp); as above.
+template <class World>
+training_result train(const op_graph& g, const pipeline_plan& plan, World& world,
+                      const std::function<batch(std::int64_t)>& next_batch, const training_options& o) {
+  tensoropt::detail::require(o.steps >= 0, "train: the step count must be >= 0, got " + std::to_string(o.steps));
+  pipeline_trainer tr(g, plan, world, o.optimizer, o.seed, o.backend);
+  return detail::run_training(tr, next_batch, o);
 }
 
 }  // namespace tensoropt::runtime

@@ -4,7 +4,12 @@
 // strictly descending, choice[i] indexing node i's configs in the problem:
 //   { "format": "tensoropt-frontier/1",
 //     "points": [ {"time": <s>, "memory": <bytes>, "micro_batches": <k>,
-//                  "choice": [<config index per node>], "labels": ["<config label per node>"]} ] }
+//                  "choice": [<config index per node>], "labels": ["<config label per node>"],
+//                  "peak": <bytes>} ] }
+// "peak" (optional, added within version 1: readers that ignore unknown keys are
+// unaffected) is the plan's predicted peak on the runtime (plan/memory_peak.hpp),
+// written where the planner computed it; "memory" stays the problem's additive
+// memory, so a point re-costed from the problem still compares equal.
 #pragma once
 #include <algorithm>
 #include <string>
@@ -57,12 +62,14 @@ inline nlohmann::ordered_json frontier_to_json(const std::vector<frontier_point>
   nlohmann::ordered_json j;
   j["format"] = "tensoropt-frontier/1";
   j["points"] = nlohmann::ordered_json::array();
-  for (auto& e : pts)
+  for (auto& e : pts) {
     j["points"].push_back({{"time", detail::seconds_of(e.time)},
                            {"memory", e.memory},
                            {"micro_batches", e.micro_batches},
                            {"choice", e.choice},
                            {"labels", e.labels}});
+    if (e.peak > 0) j["points"].back()["peak"] = e.peak;
+  }
   return j;
 }
 
@@ -108,6 +115,7 @@ inline std::vector<frontier_point> frontier_from_json(const nlohmann::json& j) {
                          " labels (one per choice), got " + std::to_string(lb.size()));
     for (std::size_t c = 0; c < lb.size(); ++c)
       e.labels.push_back(detail::json_string(lb[c], at + ".labels[" + std::to_string(c) + "]"));
+    if (pts[i].is_object() && pts[i].contains("peak")) e.peak = detail::json_bytes(pts[i]["peak"], json_path(at, "peak"));
     if (!out.empty() && !(out.back().memory < e.memory && out.back().time > e.time))
       throw format_error(at + ": points must be sorted by memory ascending with time strictly "
                          "descending; this point (" + std::to_string(e.memory) + " bytes, " +

@@ -18,6 +18,10 @@
 //                   (1 when the problem says nothing about k)
 //   labels          the config label per node ("b2 n2 rc"); empty until the point is
 //                   labelled against its problem (`label_points`)
+//   peak            the plan's predicted peak on the runtime, bytes per device (the
+//                   replay of plan/memory_peak.hpp); 0 where it was not computed (a
+//                   bare problem file has no model to replay). Budget queries compare
+//                   `budget_memory`: the peak where known, else `memory`.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -32,11 +36,14 @@ struct frontier_point {
   std::vector<int> choice;
   int micro_batches = 1;
   std::vector<std::string> labels{};
+  cost_t peak = 0;  ///< bytes; 0 = not computed
   constexpr bool operator==(const frontier_point&) const = default;
 };
 
 /// The point's iteration time and memory per device as typed quantities.
 constexpr seconds seconds_of(const frontier_point& p) { return from_picoseconds(p.time); }
 constexpr bytes bytes_of(const frontier_point& p) { return from_byte_count(p.memory); }
+/// The memory a budget is held against: the runtime peak where known, else the additive memory.
+constexpr cost_t budget_memory(const frontier_point& p) { return p.peak > 0 ? p.peak : p.memory; }
 
 }  // namespace tensoropt

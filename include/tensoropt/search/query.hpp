@@ -8,7 +8,10 @@
 // qualifies (an empty frontier, or nothing within the budget): there is no sentinel
 // index and no throwing twin. The planner's frontier wraps the same queries into
 // plan handles (plan/planned_frontier.hpp). `no_fit_message` words the usual reason
-// for an empty answer.
+// for an empty answer. A point that carries its runtime peak (frontier_point::peak,
+// set by the planner: plan/peak_frontier.hpp) is held against a budget by that peak,
+// not by the additive memory the search optimized; such a staircase is ascending in
+// both.
 #pragma once
 #include <cstddef>
 #include <cstdio>
@@ -26,6 +29,14 @@ inline std::string fmt_gib(cost_t bytes) {
   std::snprintf(b, sizeof b, "%.3f GiB (%lld bytes)", double(bytes) / double(1ll << 30),
                 static_cast<long long>(bytes));
   return b;
+}
+/// The memory a budget is held against: `peak` where the point has a nonzero one.
+template <class Point>
+constexpr cost_t query_memory(const Point& p) {
+  if constexpr (requires { p.peak; })
+    return p.peak > 0 ? p.peak : p.memory;
+  else
+    return p.memory;
 }
 inline std::string fmt_seconds(cost_t ps) {
   char b[64];
@@ -49,13 +60,13 @@ std::optional<std::size_t> fastest(const Points& pts) {
   return pts.size() - 1;
 }
 
-/// The position of the fastest point whose memory is at most `budget`; none when no
-/// point fits (or the frontier is empty).
+/// The position of the fastest point whose memory (its peak where known) is at most
+/// `budget`; none when no point fits (or the frontier is empty).
 template <class Points>
 std::optional<std::size_t> fastest_within(const Points& pts, bytes budget) {
   std::optional<std::size_t> best;
   for (std::size_t i = 0; i < pts.size(); ++i)
-    if (from_byte_count(pts[i].memory) <= budget) best = i;
+    if (from_byte_count(detail::query_memory(pts[i])) <= budget) best = i;
   return best;
 }
 
@@ -79,7 +90,7 @@ template <class Points>
 std::string no_fit_message(const Points& pts, bytes budget) {
   if (pts.empty()) return "the frontier is empty: no strategy fits the device";
   return "no strategy fits " + format_bytes(budget) + " per device; the least memory is " +
-         format_bytes(from_byte_count(pts.front().memory)) + " (point 0, " +
+         format_bytes(from_byte_count(detail::query_memory(pts.front()))) + " (point 0, " +
          format_seconds(from_picoseconds(pts.front().time)) +
          " per iteration): raise the budget, add devices or micro-batches";
 }

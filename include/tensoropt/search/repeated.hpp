@@ -25,6 +25,11 @@
 // used one residual layout through all 24 layers; the planner checks the restriction
 // against the unrestricted problem (plan/planner.hpp).
 //
+// Speed. T is needed on its diagonal only (input and output in one layout), so only those
+// cells are computed (solve_conditioned's classes). Layouts are composed in order of their
+// coarse least time, and each sum drops partial sums that points already returned cover
+// after the least cost still to be added (detail/staircase_sum.hpp's dominance filter).
+//
 // epsilon. The budget ln(1 + epsilon) is split: half to the three inner solves (each
 // within (1 + e_in) by solve.hpp's bound), half over the D + 2 nested sums of the
 // powering and the final A (+) P (+) Z, each pruned with (1 + delta)^(D + 2) =
@@ -34,63 +39,15 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <string>
 #include <vector>
 #include "solve.hpp"
 #include "detail/repeated_split.hpp"
+#include "detail/staircase_sum.hpp"
 
 namespace tensoropt {
-
-namespace detail {
-
-struct power_node {
-  std::vector<candidate> pts;  // ta, tb: points of the left and right operands (leaf: ta = tag)
-  int left = -1, right = -1;
-  std::size_t count = 1;       // instances covered
-};
-
-/// prune(a (+) b) of two staircases, with provenance (ta, tb: indices into a and b), by a
-/// heap merge of the rows a_i + b in memory order: a popped sum is kept when no kept point
-/// covers it (kept.time <= (1 + delta) time; delta = 0: plain dominance), and a row jumps
-/// (binary search, b's times decrease) to its first sum that could be kept. Sums above
-/// `limit` end the merge. Sorting all |a| |b| sums instead took 75 % of a gpt3-1.3b search.
-inline std::vector<candidate> sum_with_provenance(const std::vector<candidate>& a, const std::vector<candidate>& b,
-                                                  double delta, cost_t limit) {
-  std::vector<candidate> out;
-  if (a.empty() || b.empty()) return out;
-  struct head { cost_t memory, time; std::int32_t i, j; };
-  auto later = [](const head& x, const head& y) { return x.memory != y.memory ? x.memory > y.memory : x.time > y.time; };
-  std::vector<head> heap;
-  heap.reserve(a.size());
-  for (std::size_t i = 0; i < a.size(); ++i)
-    heap.push_back({a[i].memory + b[0].memory, a[i].time + b[0].time, std::int32_t(i), 0});
-  std::make_heap(heap.begin(), heap.end(), later);
-  const double f = 1 + delta;
-  auto covered = [&](cost_t t) { return !out.empty() && double(out.back().time) <= f * double(t); };
-  while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), later);
-    head h = heap.back();
-    heap.pop_back();
-    if (h.memory > limit) break;
-    if (!covered(h.time) && (out.empty() || h.time < out.back().time)) out.push_back({h.time, h.memory, h.i, h.j});
-    // next sum of row i that is not covered by the last kept point
-    const cost_t at = a[std::size_t(h.i)].time;
-    std::size_t lo = std::size_t(h.j) + 1, hi = b.size();
-    while (lo < hi) {
-      const std::size_t mid = (lo + hi) / 2;
-      if (covered(at + b[mid].time) || (!out.empty() && at + b[mid].time >= out.back().time)) lo = mid + 1;
-      else hi = mid;
-    }
-    if (lo < b.size()) {
-      heap.push_back({a[std::size_t(h.i)].memory + b[lo].memory, at + b[lo].time, h.i, std::int32_t(lo)});
-      std::push_heap(heap.begin(), heap.end(), later);
-    }
-  }
-  return out;
-}
-
-}  // namespace detail
 
 /// Why `rb` cannot be composed by powering in `p` (empty when it can).
 inline std::string check_repeated(const problem& p, const repeated_block& rb) {
@@ -123,6 +80,23 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
   inner.epsilon = std::expm1(lam / 2);
   const double delta = o.epsilon > 0 ? std::expm1(lam / 2 / double(depth + 2)) : 0.0;
   const cost_t limit = o.memory_limit;
+  // The powering's tables count against max_bytes like the inner searches' (solve.hpp):
+  // past it the search stops with the sizes reached, before the allocator would fail.
+  const std::size_t max_bytes = o.max_bytes ? o.max_bytes : detail::default_max_bytes();
+  std::size_t held_bytes = 0, composed = 0;
+  auto hold = [&](const std::vector<detail::candidate>& v) {
+    held_bytes += v.size() * sizeof(detail::candidate);
+    if (held_bytes <= max_bytes) return;
+    char b[64];
+    const bool gib = max_bytes >= (std::size_t(1) << 30);
+    const double unit = double(std::size_t(1) << (gib ? 30 : 20));
+    std::snprintf(b, sizeof b, gib ? "%.1f GiB, past its limit of %.1f GiB" : "%.1f MiB, past its limit of %.1f MiB",
+                  double(held_bytes) / unit, double(max_bytes) / unit);
+    throw runtime_error("search stopped: fast mode's powering holds " + std::string(b) + ", after composing " +
+                        std::to_string(composed) + " of " + std::to_string(nb) +
+                        " boundary layouts (last sum: " + std::to_string(v.size()) +
+                        " points); use --epsilon, fewer micro-batch counts, or a machine with more memory");
+  };
 
   const int o0 = rb.instances[0][std::size_t(s.boundary)];
   const int o1 = rb.instances[1][std::size_t(s.boundary)];
@@ -156,8 +130,9 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
   // Kept nodes come back grouped into layout-configs; a group of o must lie in one layout
   // class (it does when the classes of o's own edges separate what the next layer's edges
   // separate), else that subproblem is solved again ungrouped.
-  auto conditioned = [&](const problem& q, const std::vector<int>& keep, int o_at) {
-    auto f = solve_conditioned(q, keep, inner);
+  auto conditioned = [&](const problem& q, const std::vector<int>& keep, int o_at,
+                         const std::vector<std::vector<int>>& classes = {}) {
+    auto f = solve_conditioned(q, keep, inner, classes);
     const std::size_t i = std::size_t(std::find(f.kept.begin(), f.kept.end(), o_at) - f.kept.begin());
     if (o_at >= 0 && i < f.kept.size())
       for (auto& g : f.configs[i])
@@ -165,12 +140,15 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
           if (s.group[std::size_t(c)] != s.group[std::size_t(g[0])]) {
             solve_options u = inner;
             u.group_configs = false;
-            return solve_conditioned(q, keep, u);
+            return solve_conditioned(q, keep, u, classes);
           }
     return f;
   };
   const auto fa = conditioned(pa, {local(ra, o0)}, local(ra, o0));
-  const auto ft = conditioned(qt, {0, local(rt, o1)}, local(rt, o1));
+  // T is used on its diagonal only (input and output in one layout): only those cells are computed.
+  std::vector<int> copy_class(nb, 0);
+  for (std::size_t b = 0; b < nb; ++b) copy_class[b] = int(b);
+  const auto ft = conditioned(qt, {0, local(rt, o1)}, local(rt, o1), {copy_class, s.group});
   const auto fz = conditioned(qz, {0}, -1);
   // the layout-config of the previous layer's copy that holds layout b
   auto copy_cell = [](const conditioned_frontier& f, std::size_t b) {
@@ -211,33 +189,51 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
     for (auto& q : z_of[b]) fz_tag[b].push_back(q.ta);
   }
   // A (+) T(b)^M (+) Z for layout b, each sum pruned with d; the power tree goes to pw.
+  // `found` (if any): points already returned; a partial sum is dropped when one of them
+  // dominates it plus the least cost of what is still to be added to it (for a power of
+  // c instances: M - c instances at T's least time and least memory, and A (+) Z's).
   auto compose = [&](std::size_t b, double d, std::vector<detail::power_node>& pw, int& root,
-                     std::vector<detail::candidate>& az) {
+                     std::vector<detail::candidate>& az, const std::vector<detail::candidate>* found) {
+    for (auto& n : pw) held_bytes -= n.pts.size() * sizeof(detail::candidate);
     pw.clear();
     az.clear();
     if (a_of[b].empty() || z_of[b].empty() || t_of[b].empty()) return std::vector<detail::candidate>{};
+    const cost_t t_time = t_of[b].back().time, t_memory = t_of[b].front().memory;
+    az = detail::sum_with_provenance(a_of[b], z_of[b], d, limit,
+                                     {found, cost_t(M) * t_time, cost_t(M) * t_memory});
+    if (az.empty()) return std::vector<detail::candidate>{};
+    auto rest = [&](std::size_t count) {
+      return detail::dominance_filter{found, cost_t(M - count) * t_time + az.back().time,
+                                      cost_t(M - count) * t_memory + az.front().memory};
+    };
     pw.push_back({t_of[b], -1, -1, 1});
+    hold(pw.back().pts);
     int base = 0, acc = -1;
     for (std::size_t r = M; r; r >>= 1) {
       if (r & 1) {
         if (acc < 0) acc = base;
         else {
-          detail::power_node x{detail::sum_with_provenance(pw[std::size_t(acc)].pts, pw[std::size_t(base)].pts, d, limit),
-                               acc, base, pw[std::size_t(acc)].count + pw[std::size_t(base)].count};
+          const std::size_t count = pw[std::size_t(acc)].count + pw[std::size_t(base)].count;
+          detail::power_node x{
+              detail::sum_with_provenance(pw[std::size_t(acc)].pts, pw[std::size_t(base)].pts, d, limit, rest(count)),
+              acc, base, count};
+          hold(x.pts);
           pw.push_back(std::move(x));
           acc = int(pw.size() - 1);
         }
       }
       if (r >> 1) {
-        detail::power_node x{detail::sum_with_provenance(pw[std::size_t(base)].pts, pw[std::size_t(base)].pts, d, limit),
-                             base, base, 2 * pw[std::size_t(base)].count};
+        const std::size_t count = 2 * pw[std::size_t(base)].count;
+        detail::power_node x{
+            detail::sum_with_provenance(pw[std::size_t(base)].pts, pw[std::size_t(base)].pts, d, limit, rest(count)),
+            base, base, count};
+        hold(x.pts);
         pw.push_back(std::move(x));
         base = int(pw.size() - 1);
       }
     }
     root = acc;
-    az = detail::sum_with_provenance(a_of[b], z_of[b], d, limit);
-    return detail::sum_with_provenance(az, pw[std::size_t(acc)].pts, d, limit);
+    return detail::sum_with_provenance(az, pw[std::size_t(acc)].pts, d, limit, {found, 0, 0});
   };
   // Branch and bound over b. A coarse pass (each sum pruned with dc) gives, for every exact
   // point p of layout b's composition, a real point q with q.memory <= p.memory and
@@ -255,7 +251,7 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
     std::vector<detail::candidate> az;
     int root = -1;
     for (std::size_t b = 0; b < nb; ++b) {
-      coarse[b] = compose(b, dc, pw, root, az);
+      coarse[b] = compose(b, dc, pw, root, az, nullptr);
       if (!coarse[b].empty()) order.push_back(b);
     }
   }
@@ -270,6 +266,7 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
     return true;
   };
   std::vector<std::size_t> kept_layouts;
+  std::vector<detail::candidate> found;  // staircase of the points returned so far (the filter of compose)
   for (std::size_t b : order) {
     // a layout whose three parts cost exactly as a kept one's adds only equal points
     bool twin = false;
@@ -289,12 +286,15 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
     detail::pareto_filter(merged);
     kept.swap(merged);
     std::vector<detail::candidate> az;
-    const auto apz = compose(b, delta, powers[b], power_root[b], az);
+    const auto apz = compose(b, delta, powers[b], power_root[b], az, &found);
+    ++composed;
     az_of[b].swap(az);
     for (auto& x : apz) {
       all.push_back({x.time, x.memory, std::int32_t(picks.size()), -1});
       picks.push_back({b, std::size_t(x.ta), std::size_t(x.tb), 0});
+      found.push_back(x);
     }
+    detail::pareto_filter(found);
   }
   detail::pareto_filter(all);
 

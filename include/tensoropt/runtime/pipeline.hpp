@@ -1,0 +1,251 @@
+// One device of a pipeline-parallel run: its stage's share of the graph under a
+// pipeline_plan (plan/pipeline_plan.hpp), stepped in the 1F1B order.
+//
+// Stage s owns ops [stage_begin[s], stage_begin[s + 1]) and runs on the d = devices/p
+// ranks from stage_first_rank(s) on, as an ordinary SPMD executor (executor.hpp,
+// over an op_range) on a sub-communicator of those ranks and the stage's mesh. Each
+// input op runs in every stage that reads it (the batch is on every device).
+//
+// Between stages, a tensor made in stage s and read in stage s' > s travels whole:
+// the producing stage gathers it (replicated over the stage), and its member with
+// local index i sends it to member i of s'; the receiver slices the part its config
+// needs. Gradients travel back the same way and are summed in stage order when
+// several later stages read the tensor. Tags come from a sequence per ordered pair of
+// ranks: sender and receiver walk the same schedule, so they agree, and they never
+// meet the sub-communicators' tags (those pairs lie inside one stage).
+//
+// Schedule (1F1B, PipeDream-Flush / Megatron-LM's non-interleaved schedule), for k
+// micro-batches on p stages, stage s runs w = min(p - s - 1, k) forwards (warm-up),
+// then k - w pairs "forward m + w, backward m" (steady state), then the w remaining
+// backwards (cool-down). Sends never block, so the order cannot deadlock; a stage
+// thus holds at most min(k, p - s) micro-batches' activations, the figure of the
+// cost model. Gradients are synchronized within the stage once per step (the
+// executor's finish_step). A parameter read in several stages (GPT's tied token
+// table: embedding in the first, LM head in the last) keeps a copy in each; before
+// the update, the holders exchange their whole summed gradients and add them in
+// stage order, as Megatron-LM's embedding group does, so the copies stay equal.
+// The loss is the last stage's (mean over micro-batches); it is sent to every rank.
+//
+// Failures: any error inside a stage is rethrown as "pipeline stage s (ranks a-b):
+// ...". On a local_world the first failure aborts the other devices' receives at
+// once, and the world rethrows the failing stage's error; under MPI the others stop
+// at the communicator's timeout with an error naming the rank they waited for.
+#pragma once
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+#include "../plan/pipeline_plan.hpp"
+#include "executor.hpp"
+#include "sub_communicator.hpp"
+
+namespace tensoropt::runtime {
+
+class pipeline_stage {
+ public:
+  /// This rank's stage of `pp` on `world` (all ranks of the plan). Throws
+  /// invalid_argument when the plan is malformed for `g` or the world's size is not
+  /// the plan's device count.
+  pipeline_stage(const op_graph& g, const pipeline_plan& pp, communicator& world, optimizer_options opt = {},
+                 std::uint64_t seed = 1234, const backend_options& bo = {})
+      : pp_(pp), world_(world) {
+    if (const auto e = pipeline_plan_error(pp, g.ops.size()); !e.empty())
+      throw invalid_argument("pipeline plan for graph '" + g.name + "': " + e);
+    if (world.size() != pp.mesh.devices())
+      throw invalid_argument("the pipeline plan is for " + std::to_string(pp.mesh.devices()) + " devices (" +
+                             pp.mesh.describe() + ") but the communicator has " + std::to_string(world.size()) +
+                             "; run it on " + std::to_string(pp.mesh.devices()) + " devices");
+    p_ = pp.degree;
+    d_ = int(pp.mesh.devices()) / p_;
+    stage_ = world.rank() / d_;
+    local_ = world.rank() % d_;
+    group members;
+    for (int r = 0; r < d_; ++r) members.push_back(first_rank(stage_) + r);
+    sub_ = std::make_unique<sub_communicator>(world, members);
+    guard([&] {
+      training_plan tp{pp.configs, pp.micro_batches, stage_mesh(pp.mesh, p_)};
+      ex_ = std::make_unique<executor>(g, std::move(tp), op_range{begin_of(stage_), begin_of(stage_ + 1)}, *sub_,
+                                       make_backend(bo, *sub_), opt, seed);
+    });
+    route();
+  }
+  pipeline_stage(const pipeline_stage&) = delete;
+  pipeline_stage& operator=(const pipeline_stage&) = delete;
+
+  /// One training step on the global batch (every rank calls it); returns the loss,
+  /// the same on every rank.
+  float step(const batch& b) {
+    const int k = pp_.micro_batches;
+    double loss = 0;
+    float out = 0;
+    guard([&] {
+      ex_->begin_step(b);
+      const int w = std::min(p_ - stage_ - 1, k);
+      for (int m = 0; m < w; ++m) loss += forward(b, m);
+      for (int m = 0; m + w < k; ++m) {
+        loss += forward(b, m + w);
+        backward(m);
+      }
+      for (int m = k - w; m < k; ++m) backward(m);
+      ex_->finish_step();
+      out = float(loss / k);
+      if (stage_ == p_ - 1)
+        for (int s = 0; s + 1 < p_; ++s) send(s, std::vector<float>{out});
+      else out = receive(p_ - 1, 1, "the loss")[0];
+    });
+    return out;
+  }
+
+  /// The whole parameter `name` on every rank (collective over the world).
+  std::vector<float> gather(const std::string& name) {
+    std::vector<float> v;
+    guard([&] {
+      const int t = ex_->param_index(name);
+      const int h = holders_.at(std::size_t(t)).front();
+      if (h == stage_) {
+        v = ex_->gather(t, -1);
+        for (int s = 0; s < p_; ++s)
+          if (s != stage_) send(s, v);
+      } else
+        v = receive(h, std::size_t(ex_->graph().tensors[std::size_t(t)].size()), "parameter '" + name + "'");
+    });
+    return v;
+  }
+
+  int stage() const { return stage_; }
+  int degree() const { return p_; }
+  const pipeline_plan& plan() const { return pp_; }
+  /// The stages whose ops read parameter tensor t, ascending.
+  const std::vector<int>& holders(int t) const { return holders_.at(std::size_t(t)); }
+  executor& stage_executor() { return *ex_; }
+  const executor& stage_executor() const { return *ex_; }
+  communicator& world() { return world_; }
+  communicator& stage_comm() { return *sub_; }
+  /// Member i of stage s, as a world rank.
+  int first_rank(int s) const { return int(stage_first_rank(pp_.mesh, p_, s)); }
+
+  /// Sends `v` to this rank's peer (same local index) in stage s / receives n floats
+  /// from it; the tags follow the schedule (see the header comment).
+  void send(int s, const std::vector<float>& v) {
+    const int peer = first_rank(s) + local_;
+    world_.send(peer, v, next_tag(world_.rank(), peer));
+  }
+  std::vector<float> receive(int s, std::size_t n, const std::string& what) {
+    const int peer = first_rank(s) + local_;
+    std::vector<float> v(n);
+    world_.recv(peer, v, next_tag(peer, world_.rank()), what + " from pipeline stage " + std::to_string(s));
+    return v;
+  }
+
+  /// Runs f, rethrowing its failure as this stage's (invalid_argument and
+  /// format_error keep their type; anything else becomes runtime_error).
+  template <class F>
+  void guard(F&& f) {
+    const std::string who = "pipeline stage " + std::to_string(stage_) + " (ranks " + std::to_string(first_rank(stage_)) +
+                            "-" + std::to_string(first_rank(stage_) + d_ - 1) + "): ";
+    try {
+      f();
+    } catch (const invalid_argument& e) {
+      throw invalid_argument(who + e.what());
+    } catch (const format_error& e) {  // a checkpoint that does not fit
+      throw format_error(who + e.what());
+    } catch (const std::exception& e) {
+      throw runtime_error(who + e.what());
+    }
+  }
+
+ private:
+  std::size_t begin_of(int s) const {
+    return s < p_ ? pp_.stage_begin[std::size_t(s)] : std::size_t(pp_.configs.size());
+  }
+  int stage_of(int op) const { return stage_of_op(pp_, std::size_t(op)); }
+
+  /// Where each boundary tensor comes from and goes to; which parameters are shared.
+  void route() {
+    const auto& g = ex_->graph();
+    for (int t : ex_->boundary_inputs()) from_.push_back(stage_of(g.tensors[std::size_t(t)].producer));
+    for (int t : ex_->boundary_outputs()) {
+      std::vector<int> to;
+      for (std::size_t j = 0; j < g.ops.size(); ++j)
+        for (auto& m : g.ops[j].inputs)
+          if (m.tensor == t && !ex_->range().contains(j)) to.push_back(stage_of(int(j)));
+      std::sort(to.begin(), to.end());
+      to.erase(std::unique(to.begin(), to.end()), to.end());
+      to_.push_back(std::move(to));
+    }
+    holders_.assign(g.tensors.size(), {});
+    for (std::size_t j = 0; j < g.ops.size(); ++j)
+      for (auto& m : g.ops[j].params) {
+        auto& h = holders_[std::size_t(m.tensor)];
+        if (std::find(h.begin(), h.end(), stage_of(int(j))) == h.end()) h.push_back(stage_of(int(j)));
+      }
+    std::vector<int> shared;
+    for (std::size_t t = 0; t < holders_.size(); ++t) {
+      std::sort(holders_[t].begin(), holders_[t].end());
+      if (holders_[t].size() > 1 && std::count(holders_[t].begin(), holders_[t].end(), stage_)) shared.push_back(int(t));
+    }
+    ex_->set_shared_gradient_hook(shared, [this](int t, std::vector<float>& grad) {
+      const auto& h = holders_[std::size_t(t)];
+      for (int s : h)
+        if (s != stage_) send(s, grad);
+      std::vector<float> sum;
+      for (int s : h) {
+        std::vector<float> part =
+            s == stage_ ? grad : receive(s, grad.size(), "the gradient of shared parameter '" + ex_->graph().tensors[std::size_t(t)].name + "'");
+        if (sum.empty()) sum = std::move(part);
+        else
+          for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += part[i];
+      }
+      grad = std::move(sum);
+    });
+  }
+
+  double forward(const batch& b, int m) {
+    const auto& g = ex_->graph();
+    std::vector<std::vector<float>> in, out;
+    const auto& bin = ex_->boundary_inputs();
+    for (std::size_t i = 0; i < bin.size(); ++i)
+      in.push_back(receive(from_[i], std::size_t(ex_->micro_graph().tensors[std::size_t(bin[i])].size()),
+                           "activation '" + g.tensors[std::size_t(bin[i])].name + "' of micro-batch " + std::to_string(m)));
+    const double loss = ex_->forward_micro(b, m, in, out);
+    for (std::size_t i = 0; i < out.size(); ++i)
+      for (int s : to_[i]) send(s, out[i]);
+    return loss;
+  }
+
+  void backward(int m) {
+    const auto& g = ex_->graph();
+    std::vector<std::vector<float>> dout, din;
+    const auto& bout = ex_->boundary_outputs();
+    for (std::size_t i = 0; i < bout.size(); ++i) {
+      const std::size_t n = std::size_t(ex_->micro_graph().tensors[std::size_t(bout[i])].size());
+      std::vector<float> sum;
+      for (int s : to_[i]) {
+        auto part = receive(s, n, "the gradient of '" + g.tensors[std::size_t(bout[i])].name + "' of micro-batch " +
+                                      std::to_string(m));
+        if (sum.empty()) sum = std::move(part);
+        else
+          for (std::size_t e = 0; e < n; ++e) sum[e] += part[e];
+      }
+      dout.push_back(std::move(sum));
+    }
+    ex_->backward_micro(m, dout, din);
+    for (std::size_t i = 0; i < din.size(); ++i) send(from_[i], din[i]);
+  }
+
+  int next_tag(int from, int to) { return seq_[{from, to}]++ & 0x3fffffff; }
+
+  pipeline_plan pp_;
+  communicator& world_;
+  int p_ = 1, d_ = 1, stage_ = 0, local_ = 0;
+  std::unique_ptr<sub_communicator> sub_;
+  std::unique_ptr<executor> ex_;
+  std::vector<int> from_;               // producing stage of each boundary input
+  std::vector<std::vector<int>> to_;    // reading stages of each boundary output
+  std::vector<std::vector<int>> holders_;
+  std::map<std::pair<int, int>, int> seq_;
+};
+
+}  // namespace tensoropt::runtime

@@ -1,0 +1,153 @@
+// The planner's frontier held against the runtime peak (plan/peak_frontier.hpp): every
+// point carries its replayed peak, the points kept are exactly the additive frontier's
+// points not dominated under (peak, time), and budget queries, plans, reports and the
+// frontier file use the peak.
+#include <doctest/doctest.h>
+#include <tensoropt/plan/planner.hpp>
+#include <cmath>
+#include "runtime_model_types.hpp"
+
+namespace to = tensoropt;
+
+namespace {
+struct setup {
+  to::op_graph g;
+  to::cluster cl;
+  to::planner_options po;
+};
+template <class M>
+setup make(int devices) {
+  setup s{to::with_global_batch(to::lower<M>(), 16), to::cluster::nodes(1).gpus_per_node(devices), {}};
+  s.po.baselines = false;
+  s.po.micro_batches = {1, 2};
+  s.po.build.prec = to::precisions::fp32;
+  s.po.build.regenerate_dropout = true;
+  return s;
+}
+
+/// The fastest point of `pts` whose peak (replayed from `additive`'s problems) fits `budget`.
+std::optional<to::cost_t> fastest_time_within(const to::planned_frontier& additive, const std::vector<double>& peak,
+                                              double budget) {
+  std::optional<to::cost_t> t;
+  for (std::size_t i = 0; i < additive.size(); ++i)
+    if (std::ceil(peak[i]) <= budget && (!t || additive.points[i].time < *t)) t = additive.points[i].time;
+  return t;
+}
+
+template <class M>
+void check_model(const char* name, int devices) {
+  auto s = make<M>(devices);
+  s.po.runtime_peak = false;
+  const auto additive = to::plan_frontier(s.g, s.cl, s.po);
+  s.po.runtime_peak = true;
+  const auto pf = to::plan_frontier(s.g, s.cl, s.po);
+  INFO(name << " on " << devices << " devices");
+  REQUIRE(!additive.empty());
+  REQUIRE(!pf.empty());
+  CHECK(additive.memory_note.find("additive") != std::string::npos);
+  CHECK(pf.memory_note.find("runtime peak") != std::string::npos);
+  std::vector<double> peak;
+  for (std::size_t i = 0; i < additive.size(); ++i) {
+    CHECK(additive.points[i].peak == 0);
+    peak.push_back(to::point_peak(additive, i).peak());
+  }
+  // kept = the additive points not dominated under (peak, time), in the same order
+  std::size_t j = 0;
+  for (std::size_t i = 0; i < additive.size(); ++i) {
+    bool dominated = false;
+    for (std::size_t q = 0; q < additive.size(); ++q)
+      dominated = dominated || (q != i && std::ceil(peak[q]) <= std::ceil(peak[i]) &&
+                                additive.points[q].time <= additive.points[i].time);
+    if (dominated) continue;
+    REQUIRE(j < pf.size());
+    CHECK(pf.points[j].time == additive.points[i].time);
+    CHECK(pf.points[j].memory == additive.points[i].memory);
+    CHECK(pf.points[j].choice == additive.points[i].choice);
+    CHECK(double(pf.points[j].peak) == std::ceil(peak[i]));
+    CHECK(pf.at(j).memory() == to::bytes(std::ceil(peak[i])));
+    CHECK(pf.at(j).additive_memory() == to::bytes(double(additive.points[i].memory)));
+    ++j;
+  }
+  CHECK(j == pf.size());
+  for (std::size_t i = 1; i < pf.size(); ++i) {  // a staircase in both memories
+    CHECK(pf.points[i].peak > pf.points[i - 1].peak);
+    CHECK(pf.points[i].memory > pf.points[i - 1].memory);
+    CHECK(pf.points[i].time < pf.points[i - 1].time);
+  }
+  // budget queries: the fastest plan whose peak fits, against every additive point
+  for (std::size_t i = 0; i < additive.size(); ++i)
+    for (double budget : {std::ceil(peak[i]), std::ceil(peak[i]) - 1, double(additive.points[i].memory)}) {
+      const auto want = fastest_time_within(additive, peak, budget);
+      const auto got = pf.fastest_within(to::bytes(budget));
+      REQUIRE(want.has_value() == got.has_value());
+      if (!got) continue;
+      CHECK(got->point().time == *want);
+      CHECK(got->memory() <= to::bytes(budget));
+    }
+  if (!pf.empty())
+    CHECK(pf.no_fit_message(to::bytes(1)).find(to::format_bytes(pf.least_memory()->memory())) != std::string::npos);
+}
+}  // namespace
+
+TEST_CASE("the planner's points carry their runtime peak and are the (peak, time) non-dominated ones") {
+  check_model<rt_test::mlp_of<16>>("mlp", 4);
+  check_model<rt_test::gpt_of<16>>("gpt", 4);
+  check_model<rt_test::gpt_of<16>>("gpt", 3);
+  check_model<rt_test::moe_of<16>>("moe", 2);
+}
+
+TEST_CASE("a budget on the additive memory can overrun the runtime; the planner's pick does not") {
+  auto s = make<rt_test::gpt_of<16>>(4);
+  s.po.runtime_peak = false;
+  const auto additive = to::plan_frontier(s.g, s.cl, s.po);
+  s.po.runtime_peak = true;
+  const auto pf = to::plan_frontier(s.g, s.cl, s.po);
+  int overruns = 0;
+  for (std::size_t i = 0; i < additive.size(); ++i) {
+    const auto budget = additive.at(i).memory();  // the additive memory of point i
+    const double was = to::point_peak(additive, i).peak();
+    if (was <= budget / to::bytes(1)) continue;
+    ++overruns;  // the additive pick (point i) would exceed the budget on the runtime
+    if (const auto p = pf.fastest_within(budget)) CHECK(p->memory() <= budget);
+  }
+  MESSAGE("gpt on 4 devices: ", overruns, " of ", additive.size(), " additive budget picks exceed the budget on the runtime");
+  CHECK(overruns > 0);  // the model's frontier has transient working sets above the additive memory
+}
+
+TEST_CASE("the report shows the peak and the additive memory; the frontier file keeps the peak") {
+  auto s = make<rt_test::gpt_of<16>>(4);
+  const auto pf = to::plan_frontier(s.g, s.cl, s.po);
+  REQUIRE(!pf.empty());
+  const auto r = to::make_report(pf, "gpt", pf.fastest());
+  REQUIRE(r.points.size() == pf.size());
+  bool differs = false;
+  for (std::size_t i = 0; i < pf.size(); ++i) {
+    CHECK(r.points[i].memory == double(pf.points[i].peak));
+    if (pf.points[i].peak != pf.points[i].memory) {
+      CHECK(r.points[i].additive == double(pf.points[i].memory));
+      differs = true;
+    }
+  }
+  REQUIRE(differs);
+  const std::string table = to::format_table(r);
+  CHECK(table.find("peak/dev") != std::string::npos);
+  CHECK(table.find("additive") != std::string::npos);
+  CHECK(r.notes.find("the search optimized the additive memory, not the peak") != std::string::npos);
+  std::size_t rows = 0;
+  for (std::size_t at = table.find("    #"); at < table.size();) {  // the header and the rows keep 80 columns
+    const std::size_t end = std::min(table.find('\n', at), table.size());
+    CHECK(end - at <= 80);
+    ++rows;
+    at = end + 1;
+  }
+  CHECK(rows >= 3);
+  const auto back = to::read_frontier_json(to::write_frontier_json(pf.points));
+  REQUIRE(back.size() == pf.size());
+  for (std::size_t i = 0; i < back.size(); ++i) {
+    CHECK(back[i].peak == pf.points[i].peak);
+    CHECK(back[i] == pf.points[i]);
+  }
+  CHECK_THROWS_WITH_AS(to::read_frontier_json(R"({"format": "tensoropt-frontier/1", "points": [{"time": 1,
+    "memory": 10, "micro_batches": 1, "choice": [0], "labels": ["x"], "peak": -5}]})"),
+                       doctest::Contains("points[0].peak"), to::format_error);
+}
