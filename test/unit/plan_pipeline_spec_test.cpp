@@ -102,6 +102,7 @@ TEST_CASE("balanced pipeline search: p = 1 is today's frontier, every point re-c
   po.baselines = false;
   po.threads = 1;
   po.check_restriction = false;
+  po.runtime_peak = false;  // the pipeline frontier is over the additive memory
   const auto today = to::plan_frontier(g, cl, po);
   REQUIRE(one.points.size() == today.points.size());
   for (std::size_t i = 0; i < one.points.size(); ++i) {
