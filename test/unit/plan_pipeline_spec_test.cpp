@@ -102,6 +102,7 @@ TEST_CASE("balanced pipeline search: p = 1 is today's frontier, every point re-c
   po.baselines = false;
   po.threads = 1;
   po.check_restriction = false;
+  po.runtime_peak = false;  // the pipeline frontier is over the additive memory
   const auto today = to::plan_frontier(g, cl, po);
   REQUIRE(one.points.size() == today.points.size());
   for (std::size_t i = 0; i < one.points.size(); ++i) {
@@ -211,4 +212,88 @@ TEST_CASE("balanced stages: one search per class equals searching every stage") 
     CHECK(acc[i].time + sends == pf.points[i].time);
     CHECK(acc[i].memory == pf.points[i].memory);
   }
+}
+
+TEST_CASE("jobs skipped by bounds: the same frontier as searching every job") {
+  // compute-bound layers: larger k (smaller bubble) beats smaller k, so jobs are beaten
+  const auto g = to::models::lower("gpt:layers=4,hidden=4096,heads=32,seq=1024,vocab=512,batch=16");
+  const auto cl = mesh_cluster(2, 4);
+  std::size_t beaten = 0;
+  for (const bool limit : {false, true}) {
+    CAPTURE(limit);
+    to::pipeline_options o;
+    o.partitions = to::partition_search::balanced;
+    o.mode = to::search_mode::exact;
+    o.threads = 2;
+    o.skip_by_bounds = false;
+    const auto all = to::plan_pipeline_frontier(g, cl, o);
+    REQUIRE(all.points.size() > 2);
+    CHECK(all.skipped == 0);
+    // a limit at the frontier's least memory: the jobs of more memory fit nowhere
+    if (limit) o.solve.memory_limit = all.points.front().memory;
+    const auto want = limit ? [&] {
+      auto v = all.points;
+      std::erase_if(v, [&](const to::pipeline_point& q) { return q.memory > o.solve.memory_limit; });
+      return v;
+    }() : all.points;
+    for (const std::size_t threads : {std::size_t(1), std::size_t(3)}) {
+      CAPTURE(threads);
+      o.skip_by_bounds = true;
+      o.threads = threads;
+      const auto got = to::plan_pipeline_frontier(g, cl, o);
+      if (limit) CHECK(got.skipped_over_limit > 0);
+      beaten += got.skipped - got.skipped_over_limit;
+      REQUIRE(got.points.size() == want.size());
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        CHECK(got.points[i].time == want[i].time);
+        CHECK(got.points[i].memory == want[i].memory);
+        CHECK(got.points[i].plan.degree == want[i].plan.degree);
+        CHECK(got.points[i].plan.micro_batches == want[i].plan.micro_batches);
+      }
+    }
+  }
+  CHECK(beaten > 0);
+}
+
+TEST_CASE("job bounds: the time floor and the least stage cost are below every point") {
+  const auto g = to::models::lower(tiny_gpt);
+  const auto cl = mesh_cluster(1, 4);
+  for (const to::index_t p : {1, 2, 4})
+    for (const to::index_t k : {4, 8}) {
+      CAPTURE(p);
+      CAPTURE(k);
+      to::pipeline_options o;
+      o.partitions = to::partition_search::balanced;
+      o.mode = to::search_mode::exact;
+      o.degrees = {p};
+      o.micro_batches = {k};
+      o.threads = 1;
+      o.skip_by_bounds = false;
+      const auto pf = to::plan_pipeline_frontier(g, cl, o);
+      REQUIRE(!pf.points.empty());
+      const auto micro = to::with_batch(g, g.batch / k);
+      const auto bp = to::balance_stages(g, p);
+      const auto floor = to::detail::balanced_time_floor(micro, cl, p, k, bp, o.build.prec);
+      CHECK(floor > 0);
+      CHECK(floor <= pf.points.back().time);
+      const auto sends = to::pipeline_sends(micro, cl, p, bp.starts, o.build.prec);
+      to::cost_t least_time = 0, least_memory = 0;
+      for (std::size_t s = 0; s < std::size_t(p); ++s) {
+        const auto r = to::detail::search_stage(micro, bp.starts[s], s + 1 < std::size_t(p) ? bp.starts[s + 1] : g.ops.size(),
+                                                cl, o, k, p, to::index_t(s), o.solve);
+        const auto c = to::detail::least_stage_cost(*r.sp, o.mode, o.solve.memory_limit, 0);
+        REQUIRE(!r.fr.points.empty());
+        // exact: the least of each objective is the frontier's end point
+        CHECK(c.time == r.fr.points.back().time);
+        CHECK(c.memory == r.fr.points.front().memory);
+        least_time = std::max(least_time, c.time);
+        least_memory = std::max(least_memory, c.memory);
+      }
+      CHECK(least_time + sends == pf.points.back().time);
+      CHECK(least_memory == pf.points.front().memory);
+      // a limit under the least memory: nothing fits
+      const auto r0 = to::detail::search_stage(micro, 0, p > 1 ? bp.starts[1] : g.ops.size(), cl, o, k, p, 0, o.solve);
+      CHECK(to::detail::least_stage_cost(*r0.sp, o.mode, r0.fr.points.front().memory - 1, 0).memory ==
+            to::detail::nothing_fits);
+    }
 }

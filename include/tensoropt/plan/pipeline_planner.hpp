@@ -2,6 +2,11 @@
 // pipeline degree p and micro-batch count k >= p) on a pool of threads and keeps their
 // union, each point a pipeline_plan.
 //
+// Jobs run in ascending order of a lower bound of their time (plan/pipeline_bounds.hpp;
+// ties: smaller p, then k), so that the fast plans found first bound the others; a job
+// whose least memory is above the limit, or whose least (time, memory) corner is beaten
+// by a point found already, is skipped. Skipping never changes the frontier (see there).
+//
 // The union is kept as the jobs finish: a job's point becomes a plan only when no point
 // found so far is at least as good (on ties the smaller p, then k, wins), and the union
 // drops what a new point dominates, so the plans held stay about one frontier's worth.
@@ -67,6 +72,7 @@ inline pipeline_frontier plan_pipeline_frontier(const op_graph& g, const cluster
   struct job {
     index_t p, k;
     balanced_partition bp;
+    cost_t floor = 0;  ///< the order bound
   };
   std::vector<job> jobs;
   for (index_t p : degrees) {
@@ -90,6 +96,14 @@ inline pipeline_frontier plan_pipeline_frontier(const op_graph& g, const cluster
       }
     if (!any) pf.notes.push_back("pipeline degree " + std::to_string(p) + " skipped: no micro-batch count k >= p");
   }
+  for (auto& jb : jobs) {
+    const op_graph micro = with_batch(g, g.batch / jb.k);
+    jb.floor = dp ? detail::partition_time_floor(micro, cl, jb.p, jb.k, o.build.prec)
+                  : detail::balanced_time_floor(micro, cl, jb.p, jb.k, jb.bp, o.build.prec);
+  }
+  std::stable_sort(jobs.begin(), jobs.end(), [](const job& x, const job& y) {
+    return x.floor != y.floor ? x.floor < y.floor : std::pair{x.p, x.k} < std::pair{y.p, y.k};
+  });
   pf.notes.push_back(dp ? "partitions: every split at the " + std::to_string(ncuts) + " cut points (dynamic program)"
                         : "partitions: balanced (the largest repeat<> cut into equal stages; " + std::to_string(ncuts) +
                               " cut points are too many for the dynamic program)");
@@ -98,7 +112,7 @@ inline pipeline_frontier plan_pipeline_frontier(const op_graph& g, const cluster
   if (so.max_bytes == 0) so.max_bytes = detail::default_max_bytes() / std::min(hw, std::max<std::size_t>(jobs.size(), 1));
   std::mutex mu;
   std::atomic<std::size_t> next{0};
-  std::size_t done = 0, skipped = 0;
+  std::size_t done = 0, skipped = 0, over_limit = 0;
   bool exact = true;
   std::exception_ptr failure;
   auto work = [&] {
@@ -118,10 +132,13 @@ inline pipeline_frontier plan_pipeline_frontier(const op_graph& g, const cluster
         if (r.skipped) {
           std::lock_guard lock(mu);
           ++skipped;
+          over_limit += r.over_limit ? 1 : 0;
           ++done;
           if (o.progress)
             o.progress("[" + std::to_string(done) + "/" + std::to_string(jobs.size()) + "] pp " + std::to_string(jb.p) +
-                       ", micro-batches " + std::to_string(jb.k) + ": skipped by bounds");
+                       ", micro-batches " + std::to_string(jb.k) + ": skipped by bounds (" +
+                       (r.over_limit ? "nothing fits" : "beaten") + ", bounds in " +
+                       detail::fmt("%.2f", detail::seconds_since(tj)) + " s)");
           continue;
         }
         std::vector<bool> keep(r.points.size());
@@ -142,7 +159,8 @@ inline pipeline_frontier plan_pipeline_frontier(const op_graph& g, const cluster
         if (o.progress)
           o.progress("[" + std::to_string(done) + "/" + std::to_string(jobs.size()) + "] pp " + std::to_string(jb.p) +
                      ", micro-batches " + std::to_string(jb.k) + ": " + std::to_string(r.searches) +
-                     " stage searches (built in " + detail::fmt("%.2f", r.build_seconds) + " s, solved in " +
+                     " stage searches (built in " + detail::fmt("%.2f", r.build_seconds) + " s, bounds " +
+                     detail::fmt("%.2f", r.bound_seconds) + " s, solved in " +
                      detail::fmt("%.2f", r.solve_seconds) + " s), " + std::to_string(r.points.size()) + " points in " +
                      detail::fmt("%.2f", detail::seconds_since(tj)) + " s");
       } catch (...) {
@@ -158,8 +176,11 @@ inline pipeline_frontier plan_pipeline_frontier(const op_graph& g, const cluster
   for (auto& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);
   pf.jobs = jobs.size();
-  pf.notes.push_back(std::to_string(skipped) + " of " + std::to_string(jobs.size()) +
-                     " jobs skipped by bounds (least memory above the limit, or least time and memory beaten)");
+  pf.skipped = skipped;
+  pf.skipped_over_limit = over_limit;
+  pf.notes.push_back(std::to_string(skipped) + " of " + std::to_string(jobs.size()) + " jobs skipped by bounds (" +
+                     std::to_string(over_limit) + " with least memory above the limit, " +
+                     std::to_string(skipped - over_limit) + " with least time and memory beaten)");
   pf.exact = exact && dp;
   pf.seconds = detail::seconds_since(t0);
   return pf;

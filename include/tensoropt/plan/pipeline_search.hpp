@@ -52,6 +52,7 @@
 #include "../search/repeated.hpp"
 #include "../search/solve.hpp"
 #include "frontier_report.hpp"
+#include "pipeline_bounds.hpp"
 #include "search_mode.hpp"
 #include "stage_partition.hpp"
 #include "stage_problem.hpp"
@@ -69,6 +70,7 @@ struct pipeline_options {
   partition_search partitions = partition_search::automatic;
   std::size_t max_dp_cuts = 24;        ///< automatic: the dynamic program up to this many cut points
   std::size_t threads = 0;             ///< jobs at once; 0 = every core
+  bool skip_by_bounds = true;          ///< skip jobs that cannot add a point (plan/pipeline_bounds.hpp)
   std::function<void(const std::string&)> progress;
 };
 
@@ -83,6 +85,8 @@ struct pipeline_frontier {
   bool balanced = false;               ///< the balanced partition ran (a restriction)
   std::vector<std::string> notes;
   std::size_t jobs = 0, stage_searches = 0;
+  std::size_t skipped = 0;             ///< jobs skipped by bounds (plan/pipeline_bounds.hpp)
+  std::size_t skipped_over_limit = 0;  ///< of them, jobs whose least memory is above the limit
   double seconds = 0;
   std::vector<baseline_result> baselines;
 };
@@ -121,23 +125,6 @@ inline stage_result search_stage(const op_graph& micro, std::size_t a, std::size
   solve_stage(r, o, so);
   return r;
 }
-/// Lower bounds of any strategy of `p`: (least time, least memory), each term at its least.
-inline strategy_cost least_cost(const problem& p) {
-  strategy_cost c{0, p.memory_offset};
-  for (auto& n : p.nodes) {
-    cost_t t = n.configs.front().time, m = n.configs.front().memory;
-    for (auto& x : n.configs) { t = std::min(t, x.time); m = std::min(m, x.memory); }
-    c.time += t;
-    c.memory += m;
-  }
-  for (auto& e : p.edges) {
-    if (e.time.empty()) continue;
-    c.time += *std::min_element(e.time.begin(), e.time.end());
-    c.memory += *std::min_element(e.memory.begin(), e.memory.end());
-  }
-  return c;
-}
-
 /// Writes stage s's configs (from point `pt` of `r`, whose stage starts at r.a) into `pp`,
 /// shifted to start at op `a` (a stage of the same class).
 inline void put_stage(pipeline_plan& pp, const op_graph& g, const stage_result& r, std::size_t pt, std::size_t s,
@@ -173,6 +160,8 @@ struct job_result {
   std::size_t searches = 0;
   bool exact = true;
   bool skipped = false;  ///< bounds showed the job adds nothing
+  bool over_limit = false;  ///< skipped because its least memory is above the limit
+  double bound_seconds = 0;  ///< the corner bound's scalar searches
   double build_seconds = 0, solve_seconds = 0;
   void count(const stage_result& r) {
     exact = exact && r.fr.exact && !r.fr.restricted;
@@ -199,16 +188,23 @@ inline job_result balanced_job(const op_graph& g, const op_graph& micro, const c
   }
   auto res = std::make_shared<std::vector<stage_result>>();
   const cost_t sends = pipeline_sends(micro, cl, p, bp.starts, o.build.prec);
-  strategy_cost least{0, 0};
-  for (std::size_t s : reps) {
+  for (std::size_t s : reps)
     res->push_back(build_stage(micro, bp.starts[s], s + 1 < P ? bp.starts[s + 1] : n, cl, o, k, p, index_t(s)));
-    const strategy_cost c = least_cost(res->back().sp->built.prob);
-    least = {std::max(least.time, c.time), std::max(least.memory, c.memory)};
-  }
-  // nothing fits, or what is known already beats the job's best corner
-  if (least.memory > so.memory_limit || (skip && skip(least.time + sends, least.memory))) {
-    jr.skipped = true;
-    return jr;
+  if (o.skip_by_bounds) {
+    // the corner bound (pipeline_bounds.hpp): nothing fits, or a known point beats it
+    const auto tb = std::chrono::steady_clock::now();
+    strategy_cost least{0, 0};
+    for (auto& r : *res) {
+      const strategy_cost c = least_stage_cost(*r.sp, o.mode, so.memory_limit, so.max_bytes);
+      least = {std::max(least.time, c.time), std::max(least.memory, c.memory)};
+      if (least.memory == nothing_fits) break;
+    }
+    jr.bound_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - tb).count();
+    jr.over_limit = least.memory == nothing_fits || least.memory > so.memory_limit;
+    if (jr.over_limit || (skip && skip(least.time + sends, least.memory))) {
+      jr.skipped = true;
+      return jr;
+    }
   }
   for (auto& r : *res) {
     solve_stage(r, o, so);
