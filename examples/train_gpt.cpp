@@ -209,7 +209,13 @@ int main(int argc, char** argv) {
   if (!o.gpu_file.empty() && backend.kind != "cuda")
     return fail("--gpu-file describes a GPU: use it with --backend cuda (the cpu backend plans for this machine)");
   std::optional<to::device> gpu_device;  // read before any work, so a bad file fails first
-  if (!o.gpu_file.empty()) gpu_device = to::device_of(to::load_device_file(o.gpu_file));
+  if (!o.gpu_file.empty()) {
+    try {
+      gpu_device = to::device_of(to::load_device_file(o.gpu_file));
+    } catch (const std::exception& e) {
+      return fail(e.what());
+    }
+  }
 #ifdef TENSOROPT_EXAMPLE_MPI
   std::unique_ptr<rt::mpi_session> session;
   std::unique_ptr<rt::mpi_comm> mpi;
