@@ -121,6 +121,8 @@ class pipeline_stage {
   const std::vector<int>& holders(int t) const { return holders_.at(std::size_t(t)); }
   executor& stage_executor() { return *ex_; }
   const executor& stage_executor() const { return *ex_; }
+  /// This device's memory: current bytes and the last step's peak.
+  memory_stats memory() const { return ex_->memory(); }
   communicator& world() { return world_; }
   communicator& stage_comm() { return *sub_; }
   /// Member i of stage s, as a world rank.

@@ -18,6 +18,7 @@
 #include <vector>
 #include "checkpoint.hpp"
 #include "pipeline.hpp"
+#include "trainer.hpp"
 
 namespace tensoropt::runtime {
 
@@ -69,62 +70,8 @@ inline void load_checkpoint(pipeline_stage& st, const std::string& path) {
   st.guard([&] { load_checkpoint(st.stage_executor(), path, false); });
 }
 
-class pipeline_trainer {
- public:
-  /// N local devices as threads. Throws invalid_argument when the plan does not fit
-  /// the graph or the world.
-  pipeline_trainer(const op_graph& g, const pipeline_plan& pp, local_world& world, optimizer_options opt = {},
-                   std::uint64_t seed = 1234, const backend_options& bo = {})
-      : world_(&world) {
-    devices_.resize(std::size_t(world.size()));
-    world.run([&](communicator& c) {
-      devices_[std::size_t(c.rank())] = std::make_unique<pipeline_stage>(g, pp, c, opt, seed, bo);
-    });
-  }
-  /// This process's device of an SPMD run on `comm` (e.g. runtime::mpi_comm).
-  pipeline_trainer(const op_graph& g, const pipeline_plan& pp, communicator& comm, optimizer_options opt = {},
-                   std::uint64_t seed = 1234, const backend_options& bo = {}) {
-    devices_.push_back(std::make_unique<pipeline_stage>(g, pp, comm, opt, seed, bo));
-  }
-
-  /// One step on the global batch; returns the loss (the same on every device).
-  float step(const batch& b) {
-    std::vector<float> loss(devices_.size());
-    each([&](pipeline_stage& d, std::size_t i) { loss[i] = d.step(b); });
-    return loss[0];
-  }
-  /// The whole parameter `name` (from the first stage that holds it).
-  std::vector<float> parameter(const std::string& name) {
-    std::vector<std::vector<float>> v(devices_.size());
-    each([&](pipeline_stage& d, std::size_t i) { v[i] = d.gather(name); });
-    return v[0];
-  }
-  /// Memory of each device of this process: current bytes and the last step's peak.
-  std::vector<memory_stats> memory() const {
-    std::vector<memory_stats> m;
-    for (auto& d : devices_) m.push_back(d->stage_executor().memory());
-    return m;
-  }
-  void save(const std::string& path) {
-    each([&](pipeline_stage& d, std::size_t) { save_checkpoint(d, path); });
-  }
-  void load(const std::string& path) {
-    each([&](pipeline_stage& d, std::size_t) { load_checkpoint(d, path); });
-  }
-  pipeline_stage& device(std::size_t i) { return *devices_.at(i); }
-  std::size_t local_devices() const { return devices_.size(); }
-
- private:
-  template <class F>
-  void each(F&& f) {
-    if (!world_) {
-      f(*devices_[0], 0);
-      return;
-    }
-    world_->run([&](communicator& c) { f(*devices_[std::size_t(c.rank())], std::size_t(c.rank())); });
-  }
-  local_world* world_ = nullptr;
-  std::vector<std::unique_ptr<pipeline_stage>> devices_;
-};
+/// One pipeline_stage per device (trainer.hpp's basic_trainer); parameter(name)
+/// comes from the first stage that holds it.
+using pipeline_trainer = basic_trainer<pipeline_stage, pipeline_plan>;
 
 }  // namespace tensoropt::runtime
