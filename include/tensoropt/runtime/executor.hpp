@@ -29,11 +29,11 @@
 // and the data plane it makes; every kernel, element operation, allocation and
 // transfer goes through them, so the same executor runs on host or device buffers.
 //
-// Pipeline stages (runtime/pipeline.hpp) build an executor over a range of ops
-// (`op_range`): it places and runs only those ops (and the input ops they read),
-// keeps only their parameters, and exchanges the tensors that cross the range's
-// edges whole (replicated over the stage) through the stage hooks below
-// (begin_step, forward_micro, backward_micro, finish_step). The whole range (the
+// A pipeline stage (runtime/stage_executor.hpp) is an executor over a range of ops
+// (`op_range`): it places and runs only those ops (and the input ops they read) and
+// keeps only their parameters; the tensors that cross the range's edges come and go
+// through the protected hooks below (take_inputs, made, take_gradients,
+// give_gradients, before_update), which do nothing here. The whole range (the
 // default) runs exactly the code path of an ordinary plan.
 #pragma once
 #include <algorithm>
@@ -78,17 +78,7 @@ class executor {
   executor(const op_graph& g, training_plan plan, communicator& comm, std::unique_ptr<backend> be,
            optimizer_options opt = {}, std::uint64_t seed = 1234)
       : executor(g, std::move(plan), op_range{}, comm, std::move(be), opt, seed) {}
-  /// Runs only the ops of `ops` (a pipeline stage; see the header comment).
-  executor(const op_graph& g, training_plan plan, op_range ops, communicator& comm, std::unique_ptr<backend> be,
-           optimizer_options opt = {}, std::uint64_t seed = 1234)
-      : full_(g), plan_(std::move(plan)), comm_(comm), opt_(opt), seed_(seed), be_(std::move(be)), range_(ops) {
-    if (!be_) throw invalid_argument("executor: no backend given");
-    be_->bind();
-    dp_ = be_->make_data_plane(comm_);
-    check_plan();
-    graph_ = with_batch(full_, full_.batch / plan_.micro_batches);
-    build();
-  }
+  virtual ~executor() = default;
 
   /// One training step on the global batch `b`: forward and backward over the
   /// micro-batches, gradient synchronization, optimizer update. Returns the loss
@@ -172,61 +162,34 @@ class executor {
   /// The number of state arrays per parameter (gather/scatter's `state`): the
   /// optimizer's, then the backend's (the fp32 master weights under bf16-mixed).
   int state_arrays() const { return opt_.states() + be_->extra_states(); }
-
-  // ---- pipeline stage hooks (runtime/pipeline.hpp) --------------------------------
-  /// The ops this executor runs.
-  const op_range& range() const { return range_; }
-  /// The graph at the micro-batch size (the shapes forward_micro exchanges).
-  const op_graph& micro_graph() const { return graph_; }
   /// Whether op j runs here: in the range, or an input op that an op of it reads.
   bool runs(std::size_t j) const { return j < runs_.size() && runs_[j]; }
-  /// Tensors read by ops of the range and made by a (non-input) op before it, and
-  /// tensors made in the range and read by an op after it; both in tensor order.
-  const std::vector<int>& boundary_inputs() const { return bin_; }
-  const std::vector<int>& boundary_outputs() const { return bout_; }
-  /// Starts a step on global batch `b` (drops what a failed step left in flight).
-  void begin_step(const batch& b) {
-    inflight_.clear();
-    check_batch(b);
+
+ protected:
+  /// Runs only the ops of `ops` (a pipeline stage; see the header comment).
+  executor(const op_graph& g, training_plan plan, op_range ops, communicator& comm, std::unique_ptr<backend> be,
+           optimizer_options opt = {}, std::uint64_t seed = 1234)
+      : full_(g), plan_(std::move(plan)), comm_(comm), opt_(opt), seed_(seed), be_(std::move(be)), range_(ops) {
+    if (!be_) throw invalid_argument("executor: no backend given");
     be_->bind();
-    be_->reset_peak();
-  }
-  /// Forward of micro-batch m: `in[i]` is the whole boundary_inputs()[i] of this
-  /// micro-batch; returns this micro-batch's loss (0 without the loss op) and fills
-  /// `out[i]` with the whole boundary_outputs()[i]. Keeps what backward needs.
-  double forward_micro(const batch& b, int m, const std::vector<std::vector<float>>& in,
-                       std::vector<std::vector<float>>& out) {
-    std::vector<saved_op> saved;
-    const double loss = forward(b, m, saved, &in, &out);
-    inflight_.emplace_back(m, std::move(saved));
-    return loss;
-  }
-  /// Backward of micro-batch m (after its forward_micro): `dout[i]` is the whole
-  /// gradient of boundary_outputs()[i]; fills `din[i]` with that of boundary_inputs()[i].
-  void backward_micro(int m, const std::vector<std::vector<float>>& dout, std::vector<std::vector<float>>& din) {
-    auto it = std::find_if(inflight_.begin(), inflight_.end(), [&](const auto& e) { return e.first == m; });
-    if (it == inflight_.end())
-      throw invalid_argument("backward of micro-batch " + std::to_string(m) + " before its forward");
-    auto saved = std::move(it->second);
-    inflight_.erase(it);
-    backward(saved, m, &dout, &din);
-  }
-  /// Gradient synchronization and the update; ends the step.
-  void finish_step() {
-    be_->memory().enter(2 * int(graph_.ops.size()));
-    sync_and_update();
-    be_->synchronize();
-    be_->memory().enter(-1);
-    ++step_;
-  }
-  /// Called in finish_step with the whole, summed gradient of each parameter of
-  /// `tensors` (those another stage also holds) before its update; may change it.
-  void set_shared_gradient_hook(std::vector<int> tensors, std::function<void(int, std::vector<float>&)> f) {
-    shared_ = std::move(tensors);
-    shared_hook_ = std::move(f);
+    dp_ = be_->make_data_plane(comm_);
+    check_plan();
+    graph_ = with_batch(full_, full_.batch / plan_.micro_batches);
+    build();
   }
 
- private:
+  // ---- a pipeline stage's hooks (stage_executor.hpp); nothing happens here ----------
+  /// Before a micro-batch's forward: puts the received boundary inputs into `act`.
+  virtual void take_inputs(std::vector<std::shared_ptr<const buffer>>&) {}
+  /// Op output tensor t was made (this device's part `y`, in placement `pl`).
+  virtual void made(int, const buffer&, const placement&) {}
+  /// Before a micro-batch's backward: adds the received boundary output gradients to `grad`.
+  virtual void take_gradients(std::vector<std::unique_ptr<buffer>>&) {}
+  /// After it: sends the gradients of the boundary inputs (in `grad`).
+  virtual void give_gradients(std::vector<std::unique_ptr<buffer>>&) {}
+  /// The summed gradient `g` of parameter t (in placement `pl`) before its update.
+  virtual void before_update(int, buffer&, const placement&) {}
+
   struct param_slot {
     placement place, opt_place;
     buffer value;
@@ -540,46 +503,20 @@ class executor {
 
   double micro_step(const batch& b, int m) {
     std::vector<saved_op> saved;
-    const double loss = forward(b, m, saved, nullptr, nullptr);
-    backward(saved, m, nullptr, nullptr);
+    const double loss = forward(b, m, saved);
+    backward(saved, m);
     return loss;
   }
 
-  /// The whole tensor t from placement `pl` (collective over the stage).
-  std::vector<float> whole_of(const buffer& data, const placement& pl, int t) {
-    const placement full = replicated(graph_.tensors[std::size_t(t)], int(plan_.mesh.devices()));
-    if (pl == full) return be_->download(data);
-    return be_->download(redistribute(*dp_, pl, data, full, *be_));
-  }
-  /// This device's part, in placement `pl`, of the whole tensor t given in `host`.
-  buffer slice_of(const std::vector<float>& host, const placement& pl, int t) {
-    const auto& ti = graph_.tensors[std::size_t(t)];
-    if (index_t(host.size()) != ti.size())
-      throw invalid_argument("tensor '" + ti.name + "' arrived with " + std::to_string(host.size()) +
-                             " values, expected " + std::to_string(ti.size()));
-    const placement full = replicated(ti, int(plan_.mesh.devices()));
-    buffer b = be_->upload(host, buffer_role::activation);
-    return pl == full ? std::move(b) : redistribute(*dp_, full, b, pl, *be_);
-  }
-
-  /// Forward of micro-batch m; with `bin`/`bout` (a stage), the boundary tensors.
-  double forward(const batch& b, int m, std::vector<saved_op>& saved, const std::vector<std::vector<float>>* bin,
-                 std::vector<std::vector<float>>* bout) {
+  /// Forward of micro-batch m.
+  double forward(const batch& b, int m, std::vector<saved_op>& saved) {
     const int n = int(graph_.ops.size());
     std::vector<std::shared_ptr<const buffer>> act(graph_.tensors.size());
     std::vector<int> left = consumers_;
     saved.clear();
     saved.resize(static_cast<std::size_t>(n));
     double loss = 0;
-    if (bin) {
-      if (bin->size() != bin_.size())
-        throw invalid_argument("forward_micro: " + std::to_string(bin->size()) + " boundary inputs given, the stage reads " +
-                               std::to_string(bin_.size()));
-      for (std::size_t i = 0; i < bin_.size(); ++i)
-        act[std::size_t(bin_[i])] =
-            std::make_shared<const buffer>(slice_of((*bin)[i], plans_[std::size_t(graph_.tensors[std::size_t(bin_[i])].producer)].out, bin_[i]));
-    }
-    if (bout) bout->assign(bout_.size(), {});
+    take_inputs(act);
     for (int j = 0; j < n; ++j) {
       const auto& op = graph_.ops[std::size_t(j)];
       const auto& P = plans_[std::size_t(j)];
@@ -626,18 +563,15 @@ class executor {
         const placement one = replicated(graph_.tensors[std::size_t(op.output.tensor)], int(plan_.mesh.devices()));
         loss = be_->download(redistribute(*dp_, P.out, y, one, *be_))[0];
       }
-      if (bout)
-        for (std::size_t i = 0; i < bout_.size(); ++i)
-          if (bout_[i] == op.output.tensor) (*bout)[i] = whole_of(y, P.out, bout_[i]);
+      made(op.output.tensor, y, P.out);
       act[std::size_t(op.output.tensor)] = std::make_shared<const buffer>(std::move(y));
     }
     act.clear();
     return loss;
   }
 
-  /// Backward of micro-batch m; with `bdout`/`bdin` (a stage), the boundary gradients.
-  void backward(std::vector<saved_op>& saved, int m, const std::vector<std::vector<float>>* bdout,
-                std::vector<std::vector<float>>* bdin) {
+  /// Backward of micro-batch m.
+  void backward(std::vector<saved_op>& saved, int m) {
     const int n = int(graph_.ops.size());
     std::vector<std::unique_ptr<buffer>> grad(graph_.tensors.size());
     if (loss_op_ >= 0) {
@@ -645,16 +579,7 @@ class executor {
       auto seed = std::make_unique<buffer>(be_->upload(std::span(&dl, 1), buffer_role::state));  // fp32
       grad[std::size_t(graph_.ops[std::size_t(loss_op_)].output.tensor)] = std::move(seed);
     }
-    if (bdout) {
-      if (bdout->size() != bout_.size())
-        throw invalid_argument("backward_micro: " + std::to_string(bdout->size()) +
-                               " boundary gradients given, the stage writes " + std::to_string(bout_.size()));
-      for (std::size_t i = 0; i < bout_.size(); ++i) {
-        const int t = bout_[i];
-        grad[std::size_t(t)] = std::make_unique<buffer>(
-            slice_of((*bdout)[i], plans_[std::size_t(graph_.tensors[std::size_t(t)].producer)].dout, t));
-      }
-    }
+    take_gradients(grad);
     for (int j = n - 1; j >= 0; --j) {
       const auto& op = graph_.ops[std::size_t(j)];
       auto& S = saved[std::size_t(j)];
@@ -721,15 +646,7 @@ class executor {
         else be_->accumulate(acc, dpar[s]);
       }
     }
-    if (bdin) {
-      bdin->assign(bin_.size(), {});
-      for (std::size_t i = 0; i < bin_.size(); ++i) {
-        const int t = bin_[i];
-        const auto& pl = plans_[std::size_t(graph_.tensors[std::size_t(t)].producer)].dout;
-        if (grad[std::size_t(t)]) (*bdin)[i] = whole_of(*grad[std::size_t(t)], pl, t);
-        else (*bdin)[i].assign(std::size_t(graph_.tensors[std::size_t(t)].size()), 0.f);  // not differentiated here
-      }
-    }
+    give_gradients(grad);
   }
 
   /// Gradient buffers live for the whole run, zeroed after each update (as in
@@ -774,11 +691,7 @@ class executor {
         acc = {};  // reallocated, zeroed, after the update
         be_->accumulate(g, part);
       }
-      if (std::find(shared_.begin(), shared_.end(), int(t)) != shared_.end()) {  // summed with the other stages'
-        std::vector<float> all = whole_of(g, P.opt_place, int(t));
-        shared_hook_(int(t), all);
-        g = slice_of(all, P.opt_place, int(t));
-      }
+      before_update(int(t), g, P.opt_place);
       if (P.opt_place == P.place) {
         be_->optimizer_update(opt_, step_ + 1, P.value, g, P.state);
         continue;
@@ -825,9 +738,7 @@ class executor {
   int loss_op_ = -1;
   op_range range_;
   std::vector<bool> runs_;
-  std::vector<int> input_no_, bin_, bout_, shared_;
-  std::function<void(int, std::vector<float>&)> shared_hook_;
-  std::vector<std::pair<int, std::vector<saved_op>>> inflight_;
+  std::vector<int> input_no_, bin_, bout_;
   std::int64_t step_ = 0;
   double kernel_seconds_ = 0;
 };
