@@ -29,9 +29,11 @@
 // The loss is the last stage's (mean over micro-batches); it is sent to every rank.
 //
 // Failures: any error inside a stage is rethrown as "pipeline stage s (ranks a-b):
-// ...". On a local_world the first failure aborts the other devices' receives at
-// once, and the world rethrows the failing stage's error; under MPI the others stop
-// at the communicator's timeout with an error naming the rank they waited for.
+// ...". The first failure aborts the other devices' receives at once: on a
+// local_world the world rethrows the failing stage's error; under MPI the failing
+// rank sends its error to every other rank (communicator::abort_others), whose
+// pending or next receive throws "... aborted because rank r failed: pipeline stage
+// s (ranks a-b): ...", so every process names the stage that failed.
 #pragma once
 #include <algorithm>
 #include <map>
@@ -150,13 +152,19 @@ class pipeline_stage {
   void guard(F&& f) {
     const std::string who = "pipeline stage " + std::to_string(stage_) + " (ranks " + std::to_string(first_rank(stage_)) +
                             "-" + std::to_string(first_rank(stage_) + d_ - 1) + "): ";
+    auto tell = [&](const std::exception& e) {  // the first failure stops the other ranks
+      if (!world_.aborted()) world_.abort_others(who + e.what());
+    };
     try {
       f();
     } catch (const invalid_argument& e) {
+      tell(e);
       throw invalid_argument(who + e.what());
     } catch (const format_error& e) {  // a checkpoint that does not fit
+      tell(e);
       throw format_error(who + e.what());
     } catch (const std::exception& e) {
+      tell(e);
       throw runtime_error(who + e.what());
     }
   }
