@@ -301,29 +301,34 @@ int plan_with_stages(const to::plan_cli& c, const to::models::model_info& m, con
   o.mode = po.mode;
   o.threads = po.threads;
   o.progress = po.progress;
+  o.runtime_peak = po.runtime_peak;
   const auto pf = to::plan_pipeline_frontier(g, cl, o);
   std::printf("frontier with pipeline stages: %zu plans that fit %s, %zu jobs (pipeline degree x micro-batch count), "
               "%zu stage searches, in %.2f s%s\n",
               pf.points.size(), to::format_bytes(cl.gpu_spec.capacity).c_str(), pf.jobs, pf.stage_searches, pf.seconds,
               pf.exact ? " (exact)" : " (balanced stages or approximate stage searches)");
   for (const auto& n : pf.notes) std::printf("search: %s\n", n.c_str());
+  std::printf("memory: %s\n", pf.memory_note.c_str());
   if (pf.points.empty())
     throw to::infeasible("no plan of " + std::string(m.name) + " fits " + to::format_bytes(cl.gpu_spec.capacity) +
                          " per device on " + cl.describe() + ", with or without pipeline stages");
   const std::size_t n = pf.points.size(), shown = c.all_points ? n : std::min<std::size_t>(n, 30);
-  std::printf("\n%5s %12s %12s %4s %6s  %s\n", "#", "memory", "time", "pp", "k", "plan");
+  // memory: the predicted runtime peak of the fullest stage where replayed; additive: what the search optimized
+  std::printf("\n%5s %12s %12s %12s %4s %6s  %s\n", "#", "memory", "additive", "time", "pp", "k", "plan");
   for (std::size_t r = 0; r < shown; ++r) {
     const std::size_t i = shown == n ? r : r * (n - 1) / (shown - 1);
     const auto& q = pf.points[i];
-    std::printf("%5zu %12s %12s %4d %6d  %s\n", i, to::format_bytes(double(q.memory)).c_str(),
+    std::printf("%5zu %12s %12s %12s %4d %6d  %s\n", i, to::format_bytes(double(q.reported_memory())).c_str(),
+                to::format_bytes(double(q.memory)).c_str(),
                 to::format_seconds(double(q.time) / to::ps_per_second).c_str(), q.plan.degree, q.plan.micro_batches,
                 to::summarize_pipeline(g, q.plan).c_str());
   }
   if (shown < n) std::printf("(%zu of %zu points, evenly spaced; --all-points shows every one)\n", shown, n);
   if (!c.no_baselines) {
     const auto ks = o.micro_batches.empty() ? to::detail::legal_micro_batches(g) : o.micro_batches;
-    std::printf("\nMegatron 3D baselines (full recompute, same cost model):\n");
-    for (const auto& b : to::megatron_3d_baselines(g, cl, o.build, pf.points, ks))
+    // additive memory on both sides: the baselines against every searched point
+    std::printf("\nMegatron 3D baselines (full recompute, same cost model, additive memory):\n");
+    for (const auto& b : to::megatron_3d_baselines(g, cl, o.build, pf.searched.empty() ? pf.points : pf.searched, ks))
       if (b.valid)
         std::printf("  %-34s %12s %12s  %s\n", b.name.c_str(), to::format_bytes(b.memory).c_str(),
                     to::format_seconds(b.time).c_str(), b.summary.c_str());
@@ -333,14 +338,15 @@ int plan_with_stages(const to::plan_cli& c, const to::models::model_info& m, con
     const double budget = (*c.memory_budget * 1_GiB).value;
     chosen = nullptr;
     for (const auto& q : pf.points)
-      if (double(q.memory) <= budget) chosen = &q;
+      if (double(q.reported_memory()) <= budget) chosen = &q;
     if (!chosen)
       throw to::infeasible("no plan fits " + to::format_bytes(*c.memory_budget * 1_GiB) + " per device; the least "
-                           "memory with stages is " + to::format_bytes(double(pf.points.front().memory)));
+                           "memory with stages is " + to::format_bytes(double(pf.points.front().reported_memory())));
   }
-  std::printf("\nchosen plan (%s): %s on the fullest device, %s per iteration, micro-batches %d\n  %s\n",
+  std::printf("\nchosen plan (%s): %s on the fullest device (%s), %s per iteration, micro-batches %d\n  %s\n",
               c.memory_budget ? "fastest within the budget" : "fastest that fits",
-              to::format_bytes(double(chosen->memory)).c_str(),
+              to::format_bytes(double(chosen->reported_memory())).c_str(),
+              chosen->peak > 0 ? "predicted runtime peak" : "additive memory",
               to::format_seconds(double(chosen->time) / to::ps_per_second).c_str(), chosen->plan.micro_batches,
               to::summarize_pipeline(g, chosen->plan).c_str());
   if (!c.save_plan.empty())

@@ -31,7 +31,7 @@
 #include <tensoropt/plan/planner.hpp>
 #include <tensoropt/plan/pipeline_spec.hpp>
 #include <tensoropt/plan/strategy_spec.hpp>
-#include <tensoropt/runtime/pipeline_memory.hpp>
+#include <tensoropt/plan/pipeline_peak.hpp>
 #include <tensoropt/runtime.hpp>
 #ifdef TENSOROPT_EXAMPLE_MPI
 #include <tensoropt/runtime/mpi_comm.hpp>
@@ -385,7 +385,7 @@ int main(int argc, char** argv) {
     double predicted_peak = 0;
     if (!piped) predicted_peak = predicted_peak_of(chosen.plan.configs, chosen.plan.micro_batches);
     for (int s = 0; piped && s < pipeline.degree; ++s)
-      predicted_peak = std::max(predicted_peak, rt::predicted_stage_peak(g, pipeline, s, cl, po.build).peak());
+      predicted_peak = std::max(predicted_peak, to::predicted_stage_peak(g, pipeline, s, cl, po.build).peak());
 
     rt::training_options run;
     run.steps = steps;

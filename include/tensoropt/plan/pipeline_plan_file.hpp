@@ -52,7 +52,7 @@ inline plan_file make_pipeline_plan_file(const op_graph& g, const cluster& cl, c
   f.precision = std::string(bo.prec.name);
   f.micro_batches = pp.micro_batches;
   f.time = from_picoseconds(q.time);
-  f.memory = from_byte_count(q.memory);
+  f.memory = from_byte_count(q.reported_memory());  // the runtime peak where the planner replayed it
   f.summary = summarize_pipeline(g, pp);
   const device_mesh sm = stage_mesh(cl.mesh, pp.degree);
   for (std::size_t i = 0; i < g.ops.size(); ++i) f.ops.push_back(detail::plan_entry(g.ops[i], pp.configs[i], sm));

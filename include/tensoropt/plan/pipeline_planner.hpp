@@ -13,7 +13,8 @@
 // The outcome does not depend on the number of threads or the order jobs finish in:
 // the tie rule orders every pair of points with equal costs. Jobs whose pipeline degree
 // has no balanced partition (and too many cut points for the dynamic program) are
-// skipped with a note saying why.
+// skipped with a note saying why. Under pipeline_options::runtime_peak every point then
+// gets its replayed stage peak (plan/pipeline_peak_frontier.hpp).
 #pragma once
 #include <algorithm>
 #include <atomic>
@@ -23,6 +24,7 @@
 #include <string>
 #include <thread>
 #include <vector>
+#include "pipeline_peak_frontier.hpp"
 #include "pipeline_search.hpp"
 #include "planner.hpp"
 
@@ -182,6 +184,9 @@ inline pipeline_frontier plan_pipeline_frontier(const op_graph& g, const cluster
                      std::to_string(over_limit) + " with least memory above the limit, " +
                      std::to_string(skipped - over_limit) + " with least time and memory beaten)");
   pf.exact = exact && dp;
+  pf.memory_note = o.runtime_peak ? attach_pipeline_peaks(pf, g, cl, o.build, hw, o.solve.memory_limit).describe()
+                                  : "the additive memory of the fullest stage, what the search optimized (not the "
+                                    "runtime peak)";
   pf.seconds = detail::seconds_since(t0);
   return pf;
 }

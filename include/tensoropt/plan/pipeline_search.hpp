@@ -72,11 +72,17 @@ struct pipeline_options {
   std::size_t threads = 0;             ///< jobs at once; 0 = every core
   bool skip_by_bounds = true;          ///< skip jobs that cannot add a point (plan/pipeline_bounds.hpp)
   std::function<void(const std::string&)> progress;
+  /// Replay each point's runtime stage peaks and keep the plans not dominated under
+  /// (peak, time) (plan/pipeline_peak_frontier.hpp); false: the additive frontier as searched.
+  bool runtime_peak = false;
 };
 
 struct pipeline_point {
-  cost_t time = 0, memory = 0;  ///< picoseconds per iteration, bytes on the fullest device
+  cost_t time = 0, memory = 0;  ///< picoseconds per iteration, bytes on the fullest device (additive)
   pipeline_plan plan;
+  cost_t peak = 0;  ///< the predicted runtime peak of the fullest stage; 0: not computed
+  /// What a budget is held against: the peak where computed, else the additive memory.
+  cost_t reported_memory() const { return peak > 0 ? peak : memory; }
 };
 
 struct pipeline_frontier {
@@ -89,6 +95,8 @@ struct pipeline_frontier {
   std::size_t skipped_over_limit = 0;  ///< of them, jobs whose least memory is above the limit
   double seconds = 0;
   std::vector<baseline_result> baselines;
+  std::vector<pipeline_point> searched;  ///< under runtime_peak: every point the search returned
+  std::string memory_note;               ///< which memory `points` holds (and the search optimized)
 };
 
 namespace detail {

@@ -18,7 +18,7 @@
 // Memory sites: every buffer is charged to the backend's memory_stats, and so is a
 // host kernel's integer state (charge_ints / clear_state); the executor marks op j's
 // forward as site j, its backward as site ops + j and the update as site 2 ops, so the
-// stats name where a device peaked (plan/memory_peak.hpp and pipeline_memory.hpp
+// stats name where a device peaked (plan/memory_peak.hpp and plan/pipeline_peak.hpp
 // replay this order to predict it).
 //
 // Over an op range (a pipeline stage) only the range's ops and the input ops they
@@ -39,7 +39,7 @@
 #include "backend.hpp"
 #include "data_plane.hpp"
 #include "op_context.hpp"
-#include "op_range.hpp"
+#include "../model/op_range.hpp"
 #include "optimizer.hpp"
 #include "sharding.hpp"
 

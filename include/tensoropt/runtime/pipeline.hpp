@@ -7,7 +7,7 @@
 // Each input op runs in every stage that reads it (the batch is on every device).
 //
 // Between stages, a tensor made in stage s and read in stage s' > s travels in
-// shares (stage_boundary.hpp): the receiving stage holds it in the layout the plan's
+// shares (plan/stage_crossings.hpp): the receiving stage holds it in the layout the plan's
 // receive config gives (else the layout its first reader wants), the member with
 // local index i of s sends member i of s' that member's box of the wire layout (that
 // layout split over its replicas: S / d floats each when it divides), and s' gathers

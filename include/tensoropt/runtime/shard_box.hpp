@@ -1,28 +1,15 @@
-// The box of a tensor one device holds (offset and length per axis, and which
-// partial-sum term) and the dense copy of a region between two boxes: the data
-// layout that sharding.hpp's placements and every backend's packing share.
+// The dense copy of a region between two boxes of a tensor (cost/placement.hpp's
+// shard_box: offset and length per axis, and which partial-sum term): the data layout
+// that sharding.hpp's placements and every backend's packing share.
 #pragma once
 #include <algorithm>
 #include <array>
-#include "../cost/config.hpp"
+#include "../cost/placement.hpp"
 
 namespace tensoropt::runtime {
 
-using extents_t = std::array<index_t, max_tensor_rank>;
-
-/// The part of a global tensor one device holds.
-struct shard_box {
-  extents_t lo{};       ///< offset per axis
-  extents_t len{};      ///< length per axis (1 past the rank)
-  int term = 0;         ///< which partial-sum term (0 when not partial)
-  int terms = 1;        ///< number of partial-sum terms
-  index_t size(int rank) const {
-    index_t n = 1;
-    for (int a = 0; a < rank; ++a) n *= len[a];
-    return n;
-  }
-  bool operator==(const shard_box&) const = default;
-};
+using tensoropt::extents_t;
+using tensoropt::shard_box;
 
 namespace detail {
 /// Copies (or adds) the region [lo, lo + len) of a tensor between two dense boxes.

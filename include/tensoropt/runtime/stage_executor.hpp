@@ -1,6 +1,6 @@
 // One device's share of a pipeline stage: the SPMD executor (executor.hpp) over the
 // stage's ops, stepped one micro-batch at a time by runtime/pipeline.hpp, with the
-// tensors that cross the stage's edges in the layouts of stage_boundary.hpp.
+// tensors that cross the stage's edges in the layouts of plan/stage_crossings.hpp.
 //
 // The executor runs the stage's ops as it runs a whole graph; this class fills its
 // hooks:
@@ -23,9 +23,14 @@
 #include <utility>
 #include <vector>
 #include "executor.hpp"
-#include "stage_boundary.hpp"
+#include "../plan/stage_crossings.hpp"
 
 namespace tensoropt::runtime {
+
+using tensoropt::crossing;
+using tensoropt::crossings_into;
+using tensoropt::crossings_of;
+using tensoropt::stage_crossings;
 
 class stage_executor final : public executor {
  public:
@@ -46,7 +51,7 @@ class stage_executor final : public executor {
   const op_graph& micro_graph() const { return graph_; }
   /// The tensors this stage receives and sends, with their layouts.
   const stage_crossings& crossings() const { return cross_; }
-  /// Sets the crossings' layouts (stage_boundary.hpp's crossings_of). Throws
+  /// Sets the crossings' layouts (plan/stage_crossings.hpp's crossings_of). Throws
   /// invalid_argument when they are not this stage's boundary tensors.
   void set_crossings(stage_crossings c) {
     const auto devices = std::size_t(comm_.size());

@@ -22,18 +22,20 @@
 // gather; nothing when R has no replicas). Gradients go back the other way: the
 // receiver's gradient of t, summed in R, is cut to W's box (a local slice) and sent;
 // the sender adds the shares of every reading stage (in stage order) in W and moves
-// them into the producer's gradient layout.
+// them into the producer's gradient layout. The runtime's stage executor
+// (runtime/stage_executor.hpp) moves data along these layouts; the planner's stage
+// replay (plan/pipeline_peak.hpp) sizes its buffers with them.
 #pragma once
 #include <algorithm>
 #include <cstddef>
 #include <string>
 #include <vector>
+#include "../cost/placement.hpp"
+#include "../model/op_range.hpp"
 #include "../model/stage_graph.hpp"
-#include "../plan/pipeline_plan.hpp"
-#include "op_range.hpp"
-#include "sharding.hpp"
+#include "pipeline_plan.hpp"
 
-namespace tensoropt::runtime {
+namespace tensoropt {
 
 /// One tensor crossing into a stage: its layouts there (see the file comment).
 struct crossing {
@@ -70,7 +72,7 @@ inline std::vector<crossing> crossings_into(const op_graph& g, const pipeline_pl
     const op_node& r = sg.graph.ops[0];  // the first received tensor (stage_graph's order)
     const op_config& rc = pp.receive_configs[std::size_t(b) - 1];
     try {
-      validate(r, rc, mesh);
+      validate_config(r, rc, mesh);
     } catch (const invalid_argument& e) {
       throw invalid_argument("the receive config of pipeline stage " + std::to_string(b) + " does not fit its input: " +
                              e.what());
@@ -106,4 +108,4 @@ inline stage_crossings crossings_of(const op_graph& g, const pipeline_plan& pp, 
   return r;
 }
 
-}  // namespace tensoropt::runtime
+}  // namespace tensoropt

@@ -1,6 +1,8 @@
 // The predicted peak memory of one device of a pipeline stage under 1F1B: a replay of
-// the buffers the stage's executor (stage_executor.hpp) allocates and frees in one
-// step, with the cost model's sizes, to hold the runtime's measured peak against.
+// the buffers the runtime's stage executor (runtime/stage_executor.hpp) allocates and
+// frees in one step, with the cost model's sizes. The pipeline planner reports it for
+// every plan it returns (plan/pipeline_planner.hpp: the most of any stage), and the
+// runtime prints it next to its measured stage peaks.
 //
 // plan/memory_peak.hpp replays one micro-batch of an ordinary plan. A stage differs in
 // three ways, and the replay follows the runtime in each:
@@ -8,14 +10,14 @@
 //    stage-user's layout (a parameter another stage also reads, GPT's tied token
 //    table, is held by both), its optimizer state (split over its replicas under
 //    shard_optimizer) and gradient buffers; plus the cost model's reserve;
-//  - crossings (stage_boundary.hpp): a received input arrives as this device's box of
+//  - crossings (plan/stage_crossings.hpp): a received input arrives as this device's box of
 //    the wire layout and is moved into the received layout (both held for a moment);
 //    its readers fetch it from there like any producer's output, and its gradient is
 //    summed in that layout until the micro-batch's backward ends, then cut to the
 //    wire box. An output another stage reads is moved into each crossing's wire layout
 //    (held while it is handed out); its gradient shares arrive in the wire layout and
 //    are moved into the producer's gradient layout;
-//  - 1F1B order (pipeline.hpp): stage s of p with k micro-batches runs
+//  - 1F1B order (runtime/pipeline.hpp): stage s of p with k micro-batches runs
 //    w = min(p - s - 1, k) forwards, then k - w pairs (forward m + w, backward m),
 //    then w backwards. Each micro-batch's kept buffers (saved inputs, the producer's
 //    shard of a gathered input, kernel state) live from its forward to its backward,
@@ -26,7 +28,7 @@
 // of other users, a shared parameter's whole summed gradient, and under
 // shard_optimizer the local slice and the gathered weights.
 //
-// Buffer sizes come from the placements the runtime uses (sharding.hpp, the same
+// Buffer sizes come from the placements the runtime uses (cost/placement.hpp, the same
 // degrees as the cost model's local shards), precision bytes from the build options,
 // and each op's kernel state from cost_op's kernel_state. Every member of a stage has
 // the same shard sizes, so the replay is of member 0. What is not modelled: the
@@ -35,11 +37,12 @@
 #pragma once
 #include <algorithm>
 #include <vector>
-#include "../plan/memory_peak.hpp"
-#include "../plan/pipeline_plan.hpp"
-#include "stage_boundary.hpp"
+#include "../cost/placement.hpp"
+#include "memory_peak.hpp"
+#include "pipeline_plan.hpp"
+#include "stage_crossings.hpp"
 
-namespace tensoropt::runtime {
+namespace tensoropt {
 
 /// One stage's predicted memory per device (bytes).
 struct stage_memory_prediction {
@@ -128,7 +131,7 @@ class stage_replay {
   }
   bool keeps_shard(std::size_t j, std::size_t s) const {
     const int p = producer(j, s);
-    return here_[std::size_t(p)] && tensoropt::detail::kept_shard_ratio(g_, {p, int(j), g_.ops[j].inputs[s].tensor, int(s)},
+    return here_[std::size_t(p)] && detail::kept_shard_ratio(g_, {p, int(j), g_.ops[j].inputs[s].tensor, int(s)},
                                                                         cfg_[std::size_t(p)], cfg_[j]) < 1;
   }
   bool segment_input(std::size_t j, std::size_t s) const {
@@ -136,7 +139,7 @@ class stage_replay {
     const int p = producer(j, s);
     const auto& po = g_.ops[std::size_t(p)];
     return here_[std::size_t(p)] && cfg_[j].recompute && cfg_[std::size_t(p)].recompute && po.kind != op_kind::input &&
-           op.repeat_id >= 0 && tensoropt::detail::same_instance(po, op);
+           op.repeat_id >= 0 && detail::same_instance(po, op);
   }
   int fetch(const placement& from, int id, const placement& to, int t) {
     return from == to ? R_.share(id) : make(box(to, act_bytes(t)));
@@ -242,7 +245,7 @@ class stage_replay {
           if (segment_input(j, s)) R_.drop(Sj.in[s]);
       } else
         for (std::size_t s = 0; s < op.inputs.size(); ++s)
-          if (!tensoropt::detail::saves_input(op, int(s))) R_.drop(Sj.in[s]);
+          if (!detail::saves_input(op, int(s))) R_.drop(Sj.in[s]);
       Sj.shard.assign(op.inputs.size(), false);
       for (std::size_t s = 0; s < op.inputs.size(); ++s) {
         if (Sj.in[s] >= 0 && keeps_shard(j, s)) {
@@ -298,7 +301,7 @@ class stage_replay {
     S[p].rebuilt = true;
     S[p].readers = readers_of(p);
     for (std::size_t s = 0; s < op.inputs.size(); ++s)
-      if (!tensoropt::detail::saves_input(op, int(s))) R_.drop(S[p].in[s]);
+      if (!detail::saves_input(op, int(s))) R_.drop(S[p].in[s]);
     return S[p].out;
   }
   void clear(saved& Sj) {
@@ -445,7 +448,7 @@ class stage_replay {
   std::vector<placement> out_, dout_, par_place_, opt_place_;
   std::vector<int> users_;
   std::vector<double> grad_bufs_;  ///< per parameter: its gradient buffers here
-  tensoropt::detail::buffer_replay R_;
+  detail::buffer_replay R_;
   int site_ = -1, peak_site_ = -1;
 };
 }  // namespace detail
@@ -465,4 +468,22 @@ inline stage_memory_prediction predicted_stage_peak(const op_graph& g, const pip
   return detail::stage_replay(mg, pp, s, scl, o).run(s);
 }
 
-}  // namespace tensoropt::runtime
+/// Every stage's predicted memory (stage_memory_prediction) and the most of any.
+struct pipeline_memory_peak {
+  std::vector<stage_memory_prediction> stages;  ///< per stage, in stage order
+  int stage = 0;                                ///< the stage that holds the most
+  double peak() const { return stages.empty() ? 0.0 : stages[std::size_t(stage)].peak(); }
+};
+
+/// The prediction for every stage of `pp` (see predicted_stage_peak).
+inline pipeline_memory_peak predicted_pipeline_peak(const op_graph& g, const pipeline_plan& pp, const cluster& cl,
+                                                    const build_options& o = {}) {
+  pipeline_memory_peak r;
+  for (int s = 0; s < pp.degree; ++s) {
+    r.stages.push_back(predicted_stage_peak(g, pp, s, cl, o));
+    if (r.stages.back().peak() > r.stages[std::size_t(r.stage)].peak()) r.stage = s;
+  }
+  return r;
+}
+
+}  // namespace tensoropt

@@ -5,16 +5,17 @@
 // (the batch is on every device, so each stage feeds its own inputs). A tensor read
 // inside the range but made by a non-input op before it is a boundary input; one
 // made inside and read after it a boundary output. Both travel between stages whole
-// (runtime/pipeline.hpp). The default range is the whole graph: no boundary.
+// (runtime/pipeline.hpp); the planner's stage replay (plan/pipeline_peak.hpp) uses
+// the same ranges. The default range is the whole graph: no boundary.
 #pragma once
 #include <algorithm>
 #include <cstddef>
 #include <string>
 #include <vector>
 #include "../core/error.hpp"
-#include "../model/graph.hpp"
+#include "graph.hpp"
 
-namespace tensoropt::runtime {
+namespace tensoropt {
 
 /// The ops [begin, end) an executor runs (a pipeline stage); the default is all.
 struct op_range {
@@ -56,4 +57,4 @@ inline range_ops ops_of_range(const op_graph& g, const op_range& r) {
   return out;
 }
 
-}  // namespace tensoropt::runtime
+}  // namespace tensoropt
