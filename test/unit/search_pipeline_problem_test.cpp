@@ -6,6 +6,7 @@
 #include <random>
 #include <tensoropt/search/frontier_json.hpp>
 #include <tensoropt/search/pipeline_problem_json.hpp>
+#include "fuzz_mutate.hpp"
 #include "random_problem.hpp"
 
 namespace to = tensoropt;
@@ -187,4 +188,44 @@ TEST_CASE("pipeline problem JSON: malformed files are refused naming the field")
   // a plain problem file is refused by this reader, and a pipeline problem by the plain one
   CHECK_THROWS_WITH_AS(to::read_problem_json(base.dump()), doctest::Contains("read it with read_pipeline_problem_json"),
                        to::format_error);
+}
+
+TEST_CASE("fuzz: mutated pipeline problem and frontier files are refused clearly or accepted consistently") {
+  std::mt19937_64 rng(20261201);
+  const auto pp = random_pipeline(rng, 2, 3);
+  const auto pts = random_points(rng, pp);
+  const std::string problem_text = to::write_pipeline_problem_json(pp);
+  const std::string frontier_text = to::write_frontier_json(std::vector<to::frontier_entry>{pts[0]});
+  int refused = 0;
+  for (int it = 0; it < 600; ++it) {
+    CAPTURE(it);
+    const bool prob = it % 2 == 0;
+    const std::string text = fuzz::mutate(prob ? problem_text : frontier_text, rng, true);
+    try {
+      if (prob) {
+        const auto q = to::read_pipeline_problem_json(text);
+        CHECK(to::pipeline_problem_error(q) == "");
+        CHECK(to::read_pipeline_problem_json(to::write_pipeline_problem_json(q)) == q);
+        try {  // against the original points: equal, or refused with a format_error
+          to::check_frontier(q, pts);
+        } catch (const to::format_error&) {
+        }
+      } else {
+        const auto f = to::read_frontier_entries(text);
+        CHECK(to::read_frontier_entries(to::write_frontier_json(f)) == f);
+        try {
+          to::check_frontier(pp, f);
+        } catch (const to::format_error&) {
+        }
+      }
+    } catch (const to::format_error& e) {
+      ++refused;
+      const std::string m = e.what();
+      CAPTURE(m);
+      CHECK(!m.empty());
+      CHECK(m.size() < 600);
+      CHECK(m.find('\n') == std::string::npos);
+    }
+  }
+  CHECK(refused > 100);  // the mutations reach the checks
 }

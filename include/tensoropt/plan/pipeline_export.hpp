@@ -82,15 +82,26 @@ inline config_activations stage_activations(const stage_problem& sp) {
 /// stage problem.
 inline pipeline_export export_pipeline(const op_graph& g, const cluster& cl, const build_options& bo,
                                        const std::vector<pipeline_point>& pts) {
-  struct built_stage {
+  struct built_stage {  // one stage problem
     index_t p, k;
-    std::size_t a, b;
     op_graph shape;
     std::shared_ptr<const stage_problem> sp;
     std::size_t index;
+    std::vector<std::map<std::string, int>> config_of;  ///< per node: config key -> index
+  };
+  struct stage_range {  // a stage's ops, and the problem it uses
+    stage_subgraph sg;
+    std::size_t built;
+  };
+  auto key_of = [](const op_config& c) {
+    std::string k;
+    for (const auto& level : c.degree)
+      for (auto d : level) k.append(reinterpret_cast<const char*>(&d), sizeof d);
+    return k + char(c.recompute) + char(c.shard_optimizer);
   };
   pipeline_export out;
   std::vector<built_stage> built;
+  std::map<std::tuple<index_t, index_t, std::size_t, std::size_t>, stage_range> ranges;
   std::map<std::tuple<int, int, std::vector<std::size_t>>, std::size_t> partitions;
   std::map<index_t, op_graph> micro_of;
   for (const auto& q : pts) {
@@ -106,22 +117,33 @@ inline pipeline_export export_pipeline(const op_graph& g, const cluster& cl, con
     stage_choices st;
     st.degree = pl.degree;
     st.stage_begin = pl.stage_begin;
+    const auto key = std::make_tuple(pl.degree, pl.micro_batches, pl.stage_begin);
+    const bool fresh = !partitions.count(key);  // the sends of a partition are computed once
     pipeline_problem::partition pa;
     pa.degree = pl.degree;
     pa.micro_batches = pl.micro_batches;
     pa.stage_begin = pl.stage_begin;
     for (std::size_t s = 0; s < std::size_t(p); ++s) {
       const std::size_t a = pl.stage_begin[s], b = s + 1 < std::size_t(p) ? pl.stage_begin[s + 1] : g.ops.size();
-      const stage_subgraph sg = stage_graph(micro, a, b);
-      const built_stage* bs = nullptr;
-      for (const auto& x : built)
-        if (x.p == p && x.k == k && ((x.a == a && x.b == b) || detail::same_stage_shape(x.shape, sg.graph))) bs = &x;
-      if (!bs) {
-        auto sp = std::make_shared<const stage_problem>(build_stage_problem(micro, a, b, cl, bo, k, p, p - 1));
-        out.problem.problems.push_back({sp->built.prob, detail::stage_activations(*sp)});
-        built.push_back({p, k, a, b, sg.graph, std::move(sp), out.problem.problems.size() - 1});
-        bs = &built.back();
+      auto it = ranges.find({p, k, a, b});
+      if (it == ranges.end()) {
+        stage_range r{stage_graph(micro, a, b), built.size()};
+        for (std::size_t x = 0; x < built.size() && r.built == built.size(); ++x)
+          if (built[x].p == p && built[x].k == k && detail::same_stage_shape(built[x].shape, r.sg.graph)) r.built = x;
+        if (r.built == built.size()) {
+          auto sp = std::make_shared<const stage_problem>(build_stage_problem(micro, a, b, cl, bo, k, p, p - 1));
+          out.problem.problems.push_back({sp->built.prob, detail::stage_activations(*sp)});
+          built_stage bs{p, k, r.sg.graph, sp, out.problem.problems.size() - 1, {}};
+          for (const auto& node : sp->built.configs) {
+            bs.config_of.emplace_back();
+            for (std::size_t c = 0; c < node.size(); ++c) bs.config_of.back().emplace(key_of(node[c]), int(c));
+          }
+          built.push_back(std::move(bs));
+        }
+        it = ranges.emplace(std::make_tuple(p, k, a, b), std::move(r)).first;
       }
+      const stage_subgraph& sg = it->second.sg;
+      const built_stage& bs = built[it->second.built];
       std::vector<op_config> cs(sg.graph.ops.size());
       for (std::size_t j = 0; j < cs.size(); ++j)
         if (sg.op_of[j] >= 0) cs[j] = pl.configs[std::size_t(sg.op_of[j])];
@@ -129,25 +151,24 @@ inline pipeline_export export_pipeline(const op_graph& g, const cluster& cl, con
       std::vector<int> choice;
       std::vector<std::string> labels;
       for (std::size_t j = 0; j < cs.size(); ++j) {
-        const int c = config_index(bs->sp->built, int(j), cs[j]);
-        if (c < 0)
+        const auto c = bs.config_of[j].find(key_of(cs[j]));
+        if (c == bs.config_of[j].end())
           throw invalid_argument("export_pipeline: stage " + std::to_string(s) + " op '" + sg.graph.ops[j].name +
                                  "' has a config its stage problem does not hold (dropped as dominated or outside "
                                  "the enumeration bounds); build with drop_dominated = false");
-        choice.push_back(c);
-        labels.push_back(bs->sp->built.prob.nodes[j].configs[std::size_t(c)].label);
+        choice.push_back(c->second);
+        labels.push_back(bs.sp->built.prob.nodes[j].configs[std::size_t(c->second)].label);
       }
       st.choice.push_back(std::move(choice));
       st.labels.push_back(std::move(labels));
-      pa.stages.push_back({bs->index, in_flight(k, p, index_t(s))});
-      if (s > 0) {
+      pa.stages.push_back({bs.index, in_flight(k, p, index_t(s))});
+      if (s > 0 && fresh) {
         const int t = cut_tensor(micro, a);
         detail::require(t >= 0, "export_pipeline: stage " + std::to_string(s) + " starts at op " + std::to_string(a) +
                                     ", which is not a cut point");
         pa.sends.push_back(stage_send_time(micro.tensors[std::size_t(t)], cl, p, index_t(s) - 1, bo.prec));
       }
     }
-    const auto key = std::make_tuple(pl.degree, pl.micro_batches, pl.stage_begin);
     auto it = partitions.find(key);
     if (it == partitions.end()) {
       it = partitions.emplace(key, out.problem.partitions.size()).first;

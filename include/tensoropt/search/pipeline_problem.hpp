@@ -102,6 +102,25 @@ inline std::string pipeline_problem_error(const pipeline_problem& pp) {
     for (std::size_t n = 0; ok && n < sp.prob.nodes.size(); ++n) ok = sp.activations[n].size() == sp.prob.nodes[n].configs.size();
     if (!ok) return "problems[" + std::to_string(q) + "]: one activations figure per config is needed";
   }
+  // the largest memory any stage can reach with f in flight stays within max_problem_cost
+  // (the sums of stage_cost_of never overflow), as validate holds a problem at f = 1
+  auto largest_memory = [&](std::size_t q, index_t f) {
+    const auto& sp = pp.problems[q];
+    const long double g = (long double)(f);
+    long double m = (long double)(sp.prob.memory_offset);
+    for (std::size_t n = 0; n < sp.prob.nodes.size(); ++n) {
+      long double top = 0;
+      for (std::size_t c = 0; c < sp.prob.nodes[n].configs.size(); ++c)
+        top = std::max(top, (long double)(sp.prob.nodes[n].configs[c].memory) + (g - 1) * (long double)(sp.activations[n][c]));
+      m += top;
+    }
+    for (const auto& e : sp.prob.edges) {
+      long double top = 0;
+      for (cost_t x : e.memory) top = std::max(top, (long double)(x));
+      m += g * top;
+    }
+    return m;
+  };
   for (std::size_t i = 0; i < pp.partitions.size(); ++i) {
     const auto& pa = pp.partitions[i];
     const std::string at = "partitions[" + std::to_string(i) + "]";
@@ -121,7 +140,14 @@ inline std::string pipeline_problem_error(const pipeline_problem& pp) {
       if (pa.stages[s].in_flight < 1 || pa.stages[s].in_flight > pa.micro_batches)
         return at + ".stages[" + std::to_string(s) + "].in_flight: expected 1 .. micro_batches (" +
                std::to_string(pa.micro_batches) + "), got " + std::to_string(pa.stages[s].in_flight);
+      if (largest_memory(pa.stages[s].problem, pa.stages[s].in_flight) > (long double)(max_problem_cost))
+        return at + ".stages[" + std::to_string(s) + "]: with " + std::to_string(pa.stages[s].in_flight) +
+               " micro-batches in flight, problem " + std::to_string(pa.stages[s].problem) +
+               "'s largest memory exceeds 2^62 bytes";
     }
+    long double sends = 0;
+    for (cost_t x : pa.sends) sends += (long double)(x);
+    if (sends > (long double)(max_problem_cost / 2)) return at + ".sends: the sum exceeds 2^61 ps";
   }
   return "";
 }
