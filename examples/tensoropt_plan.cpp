@@ -17,6 +17,7 @@
 #include <tensoropt/plan/planner.hpp>
 #include <tensoropt/plan/strategy_spec.hpp>
 #include <tensoropt/search/pipeline_problem_json.hpp>
+#include <tensoropt/search/pipeline_solve.hpp>
 #include <cstdio>
 #include <fstream>
 #include <utility>
@@ -192,8 +193,54 @@ void write_pipeline_files(const to::plan_cli& c, const to::op_graph& g, const to
   if (!c.frontier_json.empty()) write_file(c.frontier_json, to::write_frontier_json(ex.points), "frontier");
 }
 
+/// --solve of a pipeline problem file: the frontier over its partitions, with stages.
+int solve_pipeline_file(const to::plan_cli& c, const nlohmann::json& j) {
+  const auto pp = to::pipeline_problem_from_json(j);
+  const auto t0 = std::chrono::steady_clock::now();
+  to::solve_options so;
+  so.epsilon = c.epsilon;
+  const auto points = to::solve_pipeline_problem(pp, so);
+  const double secs = to::detail::seconds_since(t0);
+  std::printf("pipeline problem %s: %zu partitions, %zu stage problems; solved in %.3f s: %zu points%s\n",
+              c.solve.c_str(), pp.partitions.size(), pp.problems.size(), secs, points.size(),
+              c.epsilon > 0 ? "" : " (exact over these partitions)");
+  to::frontier_report rep;
+  rep.model = c.solve;
+  rep.cluster = "pipeline problem file";
+  rep.search_seconds = secs;
+  for (auto& e : points) {
+    to::frontier_report::point q;
+    q.time = to::seconds_of(e.point) / 1_s;
+    q.memory = to::bytes_of(e.point) / 1_B;
+    q.micro_batches = e.point.micro_batches;
+    q.pipeline_degree = e.stages->degree;
+    if (q.pipeline_degree > 1) q.stage_begin = e.stages->stage_begin;
+    q.summary = "partition " + std::to_string(e.stages->partition) + ": pp " + std::to_string(e.stages->degree);
+    rep.points.push_back(std::move(q));
+  }
+  show_points(c, rep);
+  if (c.memory_budget) {
+    (void)to::detail::checked_cost(*c.memory_budget * to::gib, "--memory-budget (in bytes)");
+    const double budget = (*c.memory_budget * 1_GiB).value;
+    for (std::size_t i = 0; i < points.size(); ++i)
+      if (double(points[i].point.memory) <= budget) rep.chosen = int(i);
+    if (rep.chosen < 0)
+      throw to::infeasible("no point fits " + to::format_bytes(budget) + "; the least memory is " +
+                           to::format_bytes(double(points.front().point.memory)));
+    rep.budget = budget;
+  }
+  print_table(rep);
+  if (!c.frontier_json.empty()) write_file(c.frontier_json, to::write_frontier_json(points), "frontier");
+  if (!c.svg.empty()) write_file(c.svg, to::to_svg(rep), "plot");
+  if (!c.html.empty()) write_file(c.html, to::to_html(rep), "report");
+  return 0;
+}
+
 int solve_file(const to::plan_cli& c) {
-  const auto p = to::read_problem_json(read_file(c.solve));
+  const auto text = read_file(c.solve);
+  const auto j = to::detail::parse_json_text(text, "problem");
+  if (j.is_object() && j.contains("format") && j["format"] == to::pipeline_problem_format) return solve_pipeline_file(c, j);
+  const auto p = to::problem_from_json(j);
   const auto t0 = std::chrono::steady_clock::now();
   to::solve_options so;
   so.epsilon = c.epsilon;

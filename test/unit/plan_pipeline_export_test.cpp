@@ -8,6 +8,7 @@
 #include <tensoropt/plan/pipeline_spec.hpp>
 #include <tensoropt/search/frontier_json.hpp>
 #include <tensoropt/search/pipeline_problem_json.hpp>
+#include <tensoropt/search/pipeline_solve.hpp>
 #include "cost_test_graphs.hpp"
 
 namespace to = tensoropt;
@@ -149,4 +150,24 @@ TEST_CASE("a hand-written pipeline plan (--strategy pp=2) exports as a one-point
   to::pipeline_point q{c.time, c.memory, pl};
   q.plan.stage_begin = {0};
   CHECK_THROWS_AS(to::export_pipeline(g, cl, bo, {q}), to::invalid_argument);
+}
+
+TEST_CASE("solving the exported pipeline problem gives the planner's frontier back") {
+  const auto g = to::testing::mlp(8, {8, 16, 8, 4});
+  for (const auto& cl : {mesh_cluster(1, 4), mesh_cluster(2, 2)}) {
+    to::pipeline_options o;
+    o.partitions = to::partition_search::all;
+    o.micro_batches = {2, 4};
+    o.threads = 1;
+    const auto pf = to::plan_pipeline_frontier(g, cl, o);
+    REQUIRE(pf.exact);
+    const auto ex = to::export_pipeline(g, cl, o.build, pf.points);
+    const auto re = to::solve_pipeline_problem(ex.problem);
+    REQUIRE(re.size() == pf.points.size());
+    for (std::size_t i = 0; i < re.size(); ++i) {
+      CHECK(re[i].point.time == pf.points[i].time);
+      CHECK(re[i].point.memory == pf.points[i].memory);
+    }
+    CHECK_NOTHROW(to::check_frontier(ex.problem, re));
+  }
 }

@@ -97,7 +97,8 @@ struct reflection<plan_cli> {
                                                   "--problem-json names (tensoropt-problem/1 or "
                                                   "tensoropt-pipeline-problem/1); fails on the first that differs")
           .meta("FILE"),
-      field("solve", &c::solve, "read a tensoropt-problem/1 file instead of a model").meta("FILE"),
+      field("solve", &c::solve, "read a tensoropt-problem/1 file (or a tensoropt-pipeline-problem/1 file: the "
+                                "frontier over its partitions) instead of a model").meta("FILE"),
       field("svg", &c::svg, "plot of the frontier").meta("FILE"),
       field("html", &c::html, "report of the frontier").meta("FILE"),
       field("all-points", &c::all_points, "show every frontier point in the table, plot and HTML; default: a "
