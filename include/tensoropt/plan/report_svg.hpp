@@ -206,8 +206,8 @@ inline std::string to_svg(const frontier_report& r) {
         degrees.push_back(r.points[i].pipeline_degree);
     std::sort(degrees.begin(), degrees.end());
     auto degree_color = [&](int d) -> std::string {
-      static const char* palette[] = {"#1f77b4", "#17becf", "#2ca02c", "#bcbd22", "#ff7f0e", "#d62728", "#9467bd",
-                                      "#8c564b", "#e377c2", "#7f7f7f"};
+      static const char* palette[] = {"#1f77b4", "#e6550d", "#31a354", "#756bb1", "#c51b8a", "#8c6d31", "#17becf",
+                                      "#636363", "#bcbd22", "#843c39"};
       if (!staged) return palette[0];
       const auto at = std::size_t(std::find(degrees.begin(), degrees.end(), d) - degrees.begin());
       return palette[at % 10];
