@@ -196,6 +196,7 @@ void write_pipeline_files(const to::plan_cli& c, const to::op_graph& g, const to
 /// --solve of a pipeline problem file: the frontier over its partitions, with stages.
 int solve_pipeline_file(const to::plan_cli& c, const nlohmann::json& j) {
   const auto pp = to::pipeline_problem_from_json(j);
+  if (pp.partitions.empty()) throw to::infeasible("pipeline problem " + c.solve + " has no partitions: nothing to solve");
   const auto t0 = std::chrono::steady_clock::now();
   to::solve_options so;
   so.epsilon = c.epsilon;
