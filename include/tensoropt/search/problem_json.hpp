@@ -10,6 +10,11 @@
 // enough digits to round-trip (nlohmann/json prints the shortest exact representation),
 // the reader converts back with llround(s * 1e12). Round trips are exact for times below
 // 2^51 ps (about 37 minutes per config or edge), which the reader checks.
+//
+// The body (memory_offset, nodes, edges) is also each stage problem of a pipeline problem
+// file (search/pipeline_problem_json.hpp), whose configs add "activations";
+// problem_body_json / problem_body_from_json write and read it there, with every position
+// in a message prefixed by where the body sits ("problems[2].nodes[0]...").
 #pragma once
 #include <cmath>
 #include <string>
