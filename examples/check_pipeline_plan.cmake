@@ -3,7 +3,8 @@
 # pipeline problem (tensoropt-pipeline-problem/1) through --check-frontier, a corrupted
 # point fails that check, and --strategy pp=2 writes a one-point frontier that passes it.
 # A one-problem frontier passes against its tensoropt-problem/1 file, also as "/1";
-# an unknown version is refused.
+# an unknown version is refused. With Python, examples/check_frontier.py (an outside tool
+# reading nothing but the JSON) passes and fails the same files.
 file(REMOVE_RECURSE ${OUT})
 file(MAKE_DIRECTORY ${OUT})
 set(model gpt:layers=4,hidden=64,heads=4,seq=16,vocab=64,batch=8)
@@ -125,3 +126,21 @@ foreach(i 0 ${li})
 endforeach()
 run_plan(--check-frontier ${OUT}/re.json --problem-json ${OUT}/p.json)
 expect_ok("--check-frontier of the re-solved frontier")
+
+# The outside tool: check_frontier.py re-costs the files from the JSON alone (with Python).
+if(PYTHON)
+  foreach(pair "f.json;p.json;0" "sf.json;sp.json;0" "ff.json;fp.json;0" "v1.json;fp.json;0" "re.json;p.json;0"
+               "bad.json;p.json;1")
+    list(GET pair 0 front)
+    list(GET pair 1 prob)
+    list(GET pair 2 want)
+    execute_process(COMMAND ${PYTHON} ${CHECKER} ${OUT}/${front} ${OUT}/${prob} RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                    ERROR_VARIABLE err)
+    if(NOT rc EQUAL want)
+      message(FATAL_ERROR "check_frontier.py ${front} ${prob}: exit ${rc}, expected ${want}:\n${out}\n${err}")
+    endif()
+  endforeach()
+  if(NOT err MATCHES "points\\[1\\]: re-costs to")
+    message(FATAL_ERROR "check_frontier.py did not name the corrupted point:\n${err}")
+  endif()
+endif()
