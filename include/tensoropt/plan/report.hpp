@@ -22,7 +22,9 @@
 // two of the 24 fc1 ops stop recomputing; "embed h4 -> h2 f2" is a new split of one op.
 // Config labels read: a dim name and its degree ("b4" = batch split 4 ways, "h2 f2"),
 // "r4" = replicated 4 ways, "| rc" = recomputed in backward, "| zo" = optimizer state
-// sharded over the op's replicas.
+// sharded over the op's replicas. With pipeline stages (plan/pipeline_report.hpp) the
+// table has a pp column, the main split names the degree ("pp 2 x tp 4"), and a row whose
+// degree stays but whose stages start elsewhere says "stages cut elsewhere".
 #pragma once
 #include <algorithm>
 #include <cctype>
