@@ -90,8 +90,8 @@ struct reflection<plan_cli> {
       field("strategy", &c::strategy, "evaluate one plan instead of searching: pp=..,dp=..,tp=..,sp=0|1,"
                                       "recompute=none|selective|full,zero=0|1 (dp default: devices / (tp pp))")
           .meta("SPEC"),
-      field("pipeline", &c::pipeline, "search pipeline stages too: every legal pipeline degree, balanced stages, "
-                                      "1F1B; with the Megatron 3D baselines; --save-plan writes tensoropt-plan/2, "
+      field("pipeline", &c::pipeline, "search pipeline stages too: every legal pipeline degree, every split at "
+                                      "cut points (balanced stages past 24 cut points), 1F1B; with the Megatron 3D baselines; --save-plan writes tensoropt-plan/2, "
                                       "--frontier-json and --problem-json the stages"),
       field("check-frontier", &c::check_frontier, "re-cost every point of a frontier file from the problem file "
                                                   "--problem-json names (tensoropt-problem/1 or "
