@@ -454,6 +454,9 @@ int plan_with_stages(const to::plan_cli& c, const to::models::model_info& m, con
               chosen->peak > 0 ? "predicted runtime peak" : "additive memory",
               to::format_seconds(double(chosen->time) / to::ps_per_second).c_str(), chosen->plan.micro_batches,
               to::summarize_pipeline(g, chosen->plan).c_str());
+  if (chosen->peak == 0 && o.runtime_peak)  // the frontier was too large to replay: this plan alone
+    std::printf("  predicted runtime peak of this plan: %s on the fullest stage\n",
+                to::format_bytes(to::predicted_pipeline_peak(g, chosen->plan, cl, o.build).peak()).c_str());
   write_pipeline_files(c, g, cl, o.build, pf.searched.empty() ? pf.points : pf.searched);  // every searched point
   if (!c.svg.empty()) write_file(c.svg, to::to_svg(rep), "plot");
   if (!c.html.empty()) write_file(c.html, to::to_html(rep), "report");
