@@ -15,6 +15,14 @@
 //    nothing;
 //  - once the union holds a point at or below (least kept' + next cap, least time),
 //    every later cap is dominated (its points cost at least that) and the walk stops;
+//  - a strategy new at cap c holds an item (config or edge cell) whose term lies above
+//    the previous cap; such an item is forbidden when a point of the union is at or
+//    below what any strategy holding it costs at least (its own cost plus every other
+//    node and edge at its least), and a cap with no new item left is skipped;
+//  - each restricted search is given the union so far, less c in memory, as known
+//    strategies (solve_options::known): it drops the partial strategies that one of them
+//    beats strictly, which are dominated in the union (in particular every strategy the
+//    previous caps allowed: found there with less memory).
 //  - with a memory limit L, caps above L - least kept' are not solved, and each
 //    restricted search runs with the limit L - c.
 // Bucketing (epsilon > 0): caps are grouped into runs whose largest is at most
@@ -109,6 +117,74 @@ inline peak_search_result solve_peak_bound(const peak_bound_problem& pb, const p
       empty = empty || keep[i].empty();
     }
     if (empty) continue;
+    // Strategies new at this cap hold an item (config or edge cell) whose term lies in
+    // (previous cap, c]; one holding item x costs at least lo(x): x's own cost plus every
+    // other node and edge at its least allowed cost. A new item is forbidden when a point
+    // of the union is at or below (lo(x).kept' + c, lo(x).time); with no new item left
+    // the cap is skipped.
+    const cost_t prev = ci == 0 ? -1 : caps[ci - 1];
+    std::vector<cost_t> nm(p.nodes.size()), nt_(p.nodes.size()), em(p.edges.size()), et(p.edges.size());
+    cost_t base_m = p.memory_offset, base_t = 0;
+    for (std::size_t i = 0; i < p.nodes.size(); ++i) {
+      nm[i] = nt_[i] = max_problem_cost;
+      for (int a : keep[i])
+        nm[i] = std::min(nm[i], p.nodes[i].configs[std::size_t(a)].memory),
+        nt_[i] = std::min(nt_[i], p.nodes[i].configs[std::size_t(a)].time);
+      base_m += nm[i], base_t += nt_[i];
+    }
+    bool open = true;  // every edge has an allowed cell
+    for (std::size_t ei = 0; ei < p.edges.size() && open; ++ei) {
+      const auto& e = p.edges[ei];
+      const std::size_t nt = p.nodes[std::size_t(e.to)].configs.size();
+      em[ei] = et[ei] = max_problem_cost;
+      for (int a : keep[std::size_t(e.from)])
+        for (int b : keep[std::size_t(e.to)]) {
+          const std::size_t k = std::size_t(a) * nt + std::size_t(b);
+          if (pb.edge_cap[ei][k] <= c) em[ei] = std::min(em[ei], e.memory[k]), et[ei] = std::min(et[ei], e.time[k]);
+        }
+      open = em[ei] < max_problem_cost;
+      if (open) base_m += em[ei], base_t += et[ei];
+    }
+    if (!open) continue;
+    auto beaten = [&](cost_t m, cost_t t) {  // a union point at or below (m + c, t)
+      auto it = std::upper_bound(all.begin(), all.end(), m + c,
+                                 [](cost_t x, const frontier_point& u) { return x < u.memory; });
+      return it != all.begin() && std::prev(it)->time <= t;
+    };
+    std::vector<std::vector<bool>> cell_ok(p.edges.size());
+    bool fresh = false;
+    for (std::size_t i = 0; i < p.nodes.size(); ++i)
+      std::erase_if(keep[i], [&](int a) {
+        const auto& x = p.nodes[i].configs[std::size_t(a)];
+        if (pb.node_cap[i][std::size_t(a)] <= prev) return false;
+        const bool drop = beaten(base_m - nm[i] + x.memory, base_t - nt_[i] + x.time);
+        fresh = fresh || !drop;
+        return drop;
+      });
+    for (std::size_t ei = 0; ei < p.edges.size(); ++ei) {
+      const auto& e = p.edges[ei];
+      const std::size_t f = std::size_t(e.from), t = std::size_t(e.to), nt = p.nodes[t].configs.size();
+      cell_ok[ei].assign(e.memory.size(), false);
+      for (int a : keep[f])
+        for (int b : keep[t]) {
+          const std::size_t k = std::size_t(a) * nt + std::size_t(b);
+          if (pb.edge_cap[ei][k] > c) continue;
+          if (pb.edge_cap[ei][k] <= prev) {
+            cell_ok[ei][k] = true;
+            continue;
+          }
+          const auto& xa = p.nodes[f].configs[std::size_t(a)];
+          const auto& xb = p.nodes[t].configs[std::size_t(b)];
+          const bool drop = beaten(base_m - em[ei] + e.memory[k] - nm[f] + xa.memory - nm[t] + xb.memory,
+                                   base_t - et[ei] + e.time[k] - nt_[f] + xa.time - nt_[t] + xb.time);
+          cell_ok[ei][k] = !drop;
+          fresh = fresh || !drop;
+        }
+    }
+    if (!fresh) continue;
+    empty = false;
+    for (auto& k : keep) empty = empty || k.empty();
+    if (empty) continue;
     const cost_t limit = std::min(kept_hi, o.solve.memory_limit < max_problem_cost ? o.solve.memory_limit - c
                                                                                     : max_problem_cost);
     const cost_t forbid = limit + 1;
@@ -132,12 +208,14 @@ inline peak_search_result solve_peak_bound(const peak_bound_problem& pb, const p
         for (int b : kt) {
           const std::size_t k = std::size_t(a) * nt + std::size_t(b);
           pe.time.push_back(e.time[k]);
-          pe.memory.push_back(pb.edge_cap[ei][k] <= c ? e.memory[k] : forbid);
+          pe.memory.push_back(cell_ok[ei][k] ? e.memory[k] : forbid);
         }
       q.edges.push_back(std::move(pe));
     }
     solve_options so = o.solve;
     so.memory_limit = limit;
+    // the union so far, in this cap's terms (bound - c): what it beats strictly is dominated
+    for (auto& x : all) so.known.push_back({x.time, std::max<cost_t>(0, x.memory - c), -1});
     const auto f = solve(q, so);
     ++r.solved;
     r.exact = r.exact && f.exact;
