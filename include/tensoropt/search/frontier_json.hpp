@@ -1,7 +1,8 @@
 // The frontier file "tensoropt-frontier/1": labelled points, union over micro-batch counts, writer and reader.
 //
-// Format (units: seconds and bytes), points sorted by memory ascending with time
-// strictly descending, choice[i] indexing node i's configs in the problem:
+// Format (units: seconds and bytes), points sorted by the memory they are held against
+// (the peak where given, else memory) ascending with time strictly descending, choice[i]
+// indexing node i's configs in the problem:
 //   { "format": "tensoropt-frontier/1",
 //     "points": [ {"time": <s>, "memory": <bytes>, "micro_batches": <k>,
 //                  "choice": [<config index per node>], "labels": ["<config label per node>"],
@@ -116,11 +117,11 @@ inline std::vector<frontier_point> frontier_from_json(const nlohmann::json& j) {
     for (std::size_t c = 0; c < lb.size(); ++c)
       e.labels.push_back(detail::json_string(lb[c], at + ".labels[" + std::to_string(c) + "]"));
     if (pts[i].is_object() && pts[i].contains("peak")) e.peak = detail::json_bytes(pts[i]["peak"], json_path(at, "peak"));
-    if (!out.empty() && !(out.back().memory < e.memory && out.back().time > e.time))
-      throw format_error(at + ": points must be sorted by memory ascending with time strictly "
-                         "descending; this point (" + std::to_string(e.memory) + " bytes, " +
+    if (!out.empty() && !(budget_memory(out.back()) < budget_memory(e) && out.back().time > e.time))
+      throw format_error(at + ": points must be sorted by memory (the peak where given) ascending with time "
+                         "strictly descending; this point (" + std::to_string(budget_memory(e)) + " bytes, " +
                          detail::fmt_seconds(e.time) + ") does not follow the previous one (" +
-                         std::to_string(out.back().memory) + " bytes, " +
+                         std::to_string(budget_memory(out.back())) + " bytes, " +
                          detail::fmt_seconds(out.back().time) + ")");
     out.push_back(std::move(e));
   }
