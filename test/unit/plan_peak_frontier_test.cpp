@@ -227,6 +227,7 @@ TEST_CASE("the report shows the peak and the additive memory; the frontier file 
     at = end + 1;
   }
   CHECK(rows >= 3);
+  CHECK(to::read_frontier_json(to::write_frontier_json(pf.searched)) == pf.searched);  // sorted by memory, not peak
   const auto back = to::read_frontier_json(to::write_frontier_json(pf.points));
   REQUIRE(back.size() == pf.size());
   for (std::size_t i = 0; i < back.size(); ++i) {

@@ -115,7 +115,7 @@ inline bool peak_search_affordable(const plan_part& part, const peak_search_gate
 /// The plans of the exact (bound, time) frontier of every affordable part of `pf` (whose
 /// problem is still held), labelled, with their strategies' additive memory; `part_of`
 /// gets their parts. The bucketing epsilon is the least of 0, 1, 2, 5, 10, 20, 50, 100 %
-/// that leaves at most gate.max_caps caps.
+/// that leaves at most gate.max_caps caps (100 % when none does).
 inline std::vector<frontier_point> bound_search_points(const planned_frontier& pf, const peak_search_gate& gate,
                                                        cost_t limit, std::vector<int>& part_of,
                                                        bound_search_note& note) {
