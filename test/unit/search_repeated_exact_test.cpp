@@ -5,6 +5,9 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <tensoropt/models/zoo.hpp>
+#include <tensoropt/plan/build_problem.hpp>
+#include <tensoropt/plan/search_mode.hpp>
 #include <tensoropt/search/repeated_exact.hpp>
 #include "random_problem.hpp"
 
@@ -132,4 +135,33 @@ TEST_CASE("the exact chain fold refuses blocks it cannot split, and leaves epsil
   const auto r = to::solve_repeated_exact(g.p, g.rb, o);
   CHECK(!r.exact);
   check_recost(g.p, r);
+}
+
+TEST_CASE("the exact chain fold stops past max_bytes with the sizes it reached") {
+  std::mt19937_64 rng(4);
+  const auto g = rand_problem::random_repeated(rng, 1, 12, 3, 1, 5, false);
+  to::solve_options o;
+  o.max_bytes = 64;
+  CHECK_THROWS_WITH_AS(to::solve_repeated_exact(g.p, g.rb, o), doctest::Contains("past its limit of"),
+                       to::runtime_error);
+}
+
+TEST_CASE("exact mode on zoo models: the fold equals the general search") {
+  // gpt3-125m on 2 devices: the general search takes about a second per micro-batch count
+  const auto& m = to::models::find("gpt3-125m");
+  const auto cl = to::cluster::nodes(1).gpus_per_node(2).gpu(to::gpus::find(m.gpu));
+  for (to::index_t k : {8, 64}) {
+    CAPTURE(k);
+    to::build_options bo;
+    bo.micro_batches = k;
+    const auto b = to::build_problem(m.lower(), cl, bo);
+    const auto block = to::largest_repeat(b.graph);
+    REQUIRE(to::check_repeated(b.prob, block) == "");
+    to::solve_options so;
+    so.memory_limit = to::to_byte_count(cl.gpu_spec.capacity);
+    const auto r = to::solve_repeated_exact(b.prob, block, so);
+    CHECK(r.exact);
+    check_recost(b.prob, r);
+    CHECK(costs(r) == costs(to::solve(b.prob, so)));
+  }
 }

@@ -106,7 +106,8 @@ inline frontier_result solve_repeated_exact(const problem& p, const repeated_blo
   std::vector<std::vector<std::vector<candidate>>> f(M + 1, std::vector<std::vector<candidate>>(G));
   std::vector<std::vector<std::vector<detail::chain_source>>> from(M + 1, std::vector<std::vector<detail::chain_source>>(G));
   f[0] = a;
-  std::size_t carried = 0;
+  std::size_t carried = 0, held = 0;
+  const std::size_t max_bytes = o.max_bytes ? o.max_bytes : detail::default_max_bytes();
   for (std::size_t i = 1; i <= M; ++i) {
     const cost_t rest = cost_t(M - i) * u_mem + z_mem;
     const cost_t limit = o.memory_limit < rest ? -1 : o.memory_limit - rest;
@@ -119,6 +120,14 @@ inline frontier_result solve_repeated_exact(const problem& p, const repeated_blo
       here += f[i][d].size();
     }
     carried = std::max(carried, here);
+    // the fold's tables count against max_bytes like the inner searches' (solve.hpp)
+    held += here * (sizeof(candidate) + sizeof(detail::chain_source));
+    if (held > max_bytes)
+      throw runtime_error("search stopped: the exact fold of identical layers holds " + std::to_string(held >> 20) +
+                          " MiB, past its limit of " + std::to_string(max_bytes >> 20) + " MiB, after " +
+                          std::to_string(i) + " of " + std::to_string(M) + " layers (last boundary: " +
+                          std::to_string(here) + " points); use --epsilon, --mode fast, fewer micro-batch counts, " +
+                          "or a machine with more memory");
   }
   // the last layer and the head
   std::vector<candidate> all;

@@ -60,7 +60,7 @@ struct completion_filter {
 
 /// The corners of `f` eroded by the staircase `u` (see the header): the region of LB (+) u
 /// from the region of LB. An empty `u` (no completion exists) leaves `f` unchanged.
-constexpr completion_filter erode(const completion_filter& f, const std::vector<candidate>& u) {
+inline completion_filter erode(const completion_filter& f, const std::vector<candidate>& u) {
   if (!f.active || u.empty()) return f;
   completion_filter g;
   g.active = true;
@@ -79,7 +79,7 @@ constexpr completion_filter erode(const completion_filter& f, const std::vector<
 
 /// The region for known strategies `k` (a staircase) and completions above the staircase
 /// `lb`. Inactive when `k` is empty (nothing to test against).
-constexpr completion_filter make_completion_filter(const std::vector<candidate>& k, const std::vector<candidate>& lb) {
+inline completion_filter make_completion_filter(const std::vector<candidate>& k, const std::vector<candidate>& lb) {
   completion_filter f;
   if (k.empty()) return f;
   f.active = true;
