@@ -15,7 +15,11 @@
 // re-solving each layer and without its 2 x L joins of layer-boundary factors.
 //
 // Branch and bound (detail/completion_bound.hpp). K = the frontier of fast mode (one layout
-// across the middle layers; real strategies, cheap). After i middle layers, every
+// across the middle layers) at epsilon 0.001: real strategies, cheap. A looser K only keeps
+// more partial points; measured on gpt3-1.3b (k = 64; k = 256; wall, busy machine), K at
+// epsilon 0 cost 1.7 s (2.6 s) and the fold 2.5 s (1.1 s); at 0.001 1.0 s (1.1 s) and
+// 2.4 s (1.1 s), keeping the same partial points; at 0.003 and above the fold keeps more
+// and takes longer. After i middle layers, every
 // completion costs at least some point of LB_i = U^(M-i) (+) Zu, where U is the Pareto
 // staircase of every cell of T and Zu that of every cell of Z (both exact). A partial point
 // is dropped when every completion above LB_i is strictly dominated by a point of K: no
@@ -23,9 +27,10 @@
 // exact frontier, each with its own strategy. Exact. Partial points above the memory
 // limit after the least memory still to come are dropped as well (costs are non-negative).
 //
-// Measured on gpt3-1.3b (4 x V100-16GB, k = 256, one core of a busy 2-core machine): the
-// general search carries up to 211K points across a boundary (10.9 s); the fold carries at
-// most 16K in total over its 10 states, and returns the same 9,489 points.
+// Measured on gpt3-1.3b (4 x V100-16GB, k = 256; wall times on a busy 2-core machine): the
+// general search carries up to 211K points across a layer boundary (10.9 s); the fold
+// carries at most 16K over its 10 states and returns the same 9,489 points (2.9 s: K 1.1 s,
+// the three tables 0.24 s, the regions 0.29 s, the fold 1.1 s, the strategies 0.13 s).
 //
 // Every returned point is a full per-node strategy (recovered through the fold's
 // provenance and the three inner searches' traces) whose cost re-computes exactly with
@@ -40,10 +45,80 @@
 #include "solve.hpp"
 #include "detail/chain_merge.hpp"
 #include "detail/completion_bound.hpp"
-#include "detail/repeated_parts.hpp"
 #include "detail/repeated_split.hpp"
+#include "solve_options.hpp"
 
 namespace tensoropt {
+
+namespace detail {
+
+// The three tables of the fold: A (everything before the middle layers) per layout of
+// o_0, T (one middle layer) per input and output layout, and Z (the last layer and the
+// head) per input layout, each by solve_conditioned on fast mode's subproblems (T and Z get
+// a copy of the previous layer's boundary node with one zero-cost config per layout class,
+// carrying the edges that leave it). Unlike fast mode, T is solved on every cell, not only
+// its diagonal. A kept node's layout-configs must each lie in one layout class; a
+// subproblem where they do not is solved again without grouping, as fast mode does.
+struct repeated_tables {
+  conditioned_frontier a, t, z;   // kept: o_0 (a); the copy and o_1 (t); the copy (z)
+  std::vector<int> ra, rt, rz;    // subproblem node -> node of the problem (-1: the copy)
+};
+
+inline repeated_tables repeated_parts(const problem& p, const repeated_block& rb, const repeated_split& s,
+                                      const solve_options& o) {
+  const std::size_t L = rb.instances.size();
+  const int o0 = rb.instances[0][std::size_t(s.boundary)];
+  const int o1 = rb.instances[1][std::size_t(s.boundary)];
+  const int olast = rb.instances[L - 2][std::size_t(s.boundary)];
+  repeated_tables out;
+  const problem pa = subproblem(p, s.a_nodes, -1, s.reps, p.memory_offset, out.ra);
+  problem qt = subproblem(p, rb.instances[1], o0, s.reps, 0, out.rt);
+  problem qz = subproblem(p, s.z_nodes, olast, s.reps, 0, out.rz);
+  auto local = [](const std::vector<int>& remap, int v) {
+    return int(std::find(remap.begin(), remap.end(), v) - remap.begin());
+  };
+  // the copy's edges: the problem's edges from `from` into the subproblem's nodes
+  auto add_copy_edges = [&](problem& q, const std::vector<int>& remap, int from) {
+    for (auto& e : p.edges) {
+      if (e.from != from) continue;
+      const int w = local(remap, e.to);
+      if (w >= int(remap.size()) || remap[std::size_t(w)] < 0) continue;
+      const std::size_t cols = p.nodes[std::size_t(e.to)].configs.size();
+      problem_edge pe{0, w, {}, {}};
+      for (int c : s.reps)
+        for (std::size_t j = 0; j < cols; ++j) {
+          pe.time.push_back(e.time[std::size_t(c) * cols + j]);
+          pe.memory.push_back(e.memory[std::size_t(c) * cols + j]);
+        }
+      q.edges.push_back(std::move(pe));
+    }
+  };
+  add_copy_edges(qt, out.rt, o0);
+  add_copy_edges(qz, out.rz, olast);
+  auto conditioned = [&](const problem& q, const std::vector<int>& keep, int o_at) {
+    auto f = solve_conditioned(q, keep, o);
+    const std::size_t i = std::size_t(std::find(f.kept.begin(), f.kept.end(), o_at) - f.kept.begin());
+    if (o_at >= 0 && i < f.kept.size())
+      for (auto& g : f.configs[i])
+        for (int c : g)
+          if (s.group[std::size_t(c)] != s.group[std::size_t(g[0])]) {
+            solve_options u = o;
+            u.group_configs = false;
+            return solve_conditioned(q, keep, u);
+          }
+    return f;
+  };
+  out.a = conditioned(pa, {local(out.ra, o0)}, local(out.ra, o0));
+  out.t = conditioned(qt, {0, local(out.rt, o1)}, local(out.rt, o1));
+  out.z = conditioned(qz, {0}, -1);
+  return out;
+}
+
+}  // namespace detail
+
+/// The epsilon of the fast-mode search that gives K: any value keeps the fold exact (K's points
+/// are real strategies); 0.001 was the fastest measured (see the header).
+inline constexpr double known_epsilon = 0.001;
 
 /// The exact frontier of `p`, whose identical layers `rb` are folded as the header says.
 /// Throws invalid_argument when `rb` cannot be split (see check_repeated), and as `solve`.
@@ -54,8 +129,10 @@ inline frontier_result solve_repeated_exact(const problem& p, const repeated_blo
   detail::require(s.why_not.empty(), "solve_repeated_exact: the block cannot be folded: " + s.why_not);
   using detail::candidate;
   const std::size_t L = rb.instances.size(), M = L - 2;
-  // K: fast mode's frontier (real strategies of p)
-  const frontier_result fast = solve_repeated(p, rb, o);
+  // K: fast mode's frontier at epsilon 0.001 (real strategies of p; see the header)
+  solve_options ko = o;
+  ko.epsilon = known_epsilon;
+  const frontier_result fast = solve_repeated(p, rb, ko);
   std::vector<candidate> known;
   for (auto& q : fast.points) known.push_back({q.time, q.memory, -1, -1});
   detail::pareto_filter(known);

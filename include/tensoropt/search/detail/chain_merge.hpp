@@ -52,8 +52,13 @@ inline std::vector<candidate> chain_merge(const std::vector<chain_input>& in, co
     f_sweeps[k] = in[k].f->size() >= in[k].t->size();
     sweep[k] = f_sweeps[k] ? in[k].f : in[k].t;
     const auto& small = f_sweeps[k] ? *in[k].t : *in[k].f;
+    const auto& big = *sweep[k];
     for (std::size_t i = 0; i < small.size(); ++i)
-      rows.push_back({small[i].time, small[i].memory, std::uint32_t(k), std::uint32_t(i)});
+      // a row whose ideal corner (least time and least memory of its sums) the region
+      // drops has every sum dropped (the region is a down-set): it never enters
+      if (region.keeps(small[i].time + big.back().time, small[i].memory + big.front().memory) &&
+          small[i].memory + big.front().memory <= limit)
+        rows.push_back({small[i].time, small[i].memory, std::uint32_t(k), std::uint32_t(i)});
   }
   std::vector<item> pending, heap;
   pending.reserve(rows.size());
