@@ -67,6 +67,15 @@ TEST_CASE("gemm shape: an op's GEMM time divides by the factors") {
   CHECK(f.forward == doctest::Approx(1024.0 / (1024 + 157)));
   const double dgrad = 4096.0 / (4096 + 157), wgrad = 64.0 / (64 + 157);
   CHECK(f.backward == doctest::Approx(2 / (1 / dgrad + 1 / wgrad)));
+  // an fp32 GEMM (CUDA cores) hides the same per-tile cost in fewer steps of its
+  // slower main loop: K0 * peak(fp32) / peak(bf16)
+  const device& v = gpus::v100_32gb;
+  const double k0_fp32 = 157 * v.peak_fp32.value / v.peak_half.value;
+  CHECK(k0_fp32 == doctest::Approx(19.7).epsilon(0.01));
+  CHECK(shape_factors(g, g.ops[1], op_config{}, v, dtype::fp32).forward ==
+        doctest::Approx(1024.0 / (1024 + k0_fp32)));
+  CHECK(shape_factors(g, g.ops[1], op_config{}, v, dtype::fp32).forward >
+        shape_factors(g, g.ops[1], op_config{}, v, dtype::bf16).forward);
   // the same op on a device without the factor is faster, by no more than the factors
   device flat = d;
   flat.gemm_k0 = 0;

@@ -62,11 +62,14 @@ struct device {
     return gemm_max_efficiency * f / (f + gemm_half_flops);
   }
 
-  /// Fraction of that a GEMM of contraction length `k` keeps: k / (k + gemm_k0)
-  /// (cost/gemm_shape.hpp). 1 when gemm_k0 is 0.
-  constexpr double gemm_k_factor(double k) const {
-    if (gemm_k0 <= 0) return 1;
-    return k > 0 ? k / (k + gemm_k0) : 1;
+  /// Fraction of that a GEMM of contraction length `k` keeps: k / (k + K0), with
+  /// K0 = gemm_k0 * `rate_fraction`, the GEMM's peak over the bf16/fp16 tensor-core
+  /// peak (a slower main loop hides the same per-tile cost in fewer steps of k;
+  /// cost/gemm_shape.hpp). 1 when gemm_k0 is 0.
+  constexpr double gemm_k_factor(double k, double rate_fraction = 1) const {
+    const double k0 = gemm_k0 * rate_fraction;
+    if (k0 <= 0) return 1;
+    return k > 0 ? k / (k + k0) : 1;
   }
 
   /// A device from measured figures (the calibration hook): `gemm_rate` is the

@@ -29,6 +29,9 @@
 //   weight gradient K = dims of x and y not in W (the tokens of the micro-batch).
 // cost_op charges forward FLOPs at efficiency(K_fwd) and backward FLOPs (two GEMMs of
 // equal FLOPs) at the harmonic mean of efficiency(K_dgrad) and efficiency(K_wgrad).
+// K0 is counted in steps of the bf16/fp16 tensor-core main loop; a GEMM in another
+// dtype runs its main loop at that dtype's peak, so the same per-tile cost is
+// K0 * peak(dtype) / peak(bf16) of its steps (fp32 on V100's CUDA cores: K0 = 20).
 // Only linear ops (cuBLAS) are shaped: convolutions run cuDNN's implicit GEMMs and
 // keep the FLOPs curve alone; the attention core's batched GEMMs are memory-bound at
 // the shapes the model zoo has (their score traffic is kernel_traffic.hpp's), and
@@ -86,12 +89,15 @@ struct gemm_shape_factors {
   double forward = 1, backward = 1;
 };
 
+/// `compute`: the dtype the GEMMs run in (K0 scales with its peak, file comment).
 constexpr gemm_shape_factors shape_factors(const op_graph& g, const op_node& op, const op_config& c,
-                                           const device& dev) {
+                                           const device& dev, dtype compute = dtype::bf16) {
   if (!shaped_gemm(g, op)) return {};
+  const double half = dev.peak_half.value;
+  const double rate = half > 0 ? dev.peak(compute).value / half : 1.0;
   const gemm_contractions k = contractions_of(g, op, c);
-  const double d = dev.gemm_k_factor(k.data_grad), w = dev.gemm_k_factor(k.weight_grad);
-  return {dev.gemm_k_factor(k.forward), 2 / (1 / d + 1 / w)};
+  const double d = dev.gemm_k_factor(k.data_grad, rate), w = dev.gemm_k_factor(k.weight_grad, rate);
+  return {dev.gemm_k_factor(k.forward, rate), 2 / (1 / d + 1 / w)};
 }
 
 }  // namespace tensoropt

@@ -230,7 +230,7 @@ constexpr op_cost cost_op(const op_graph& g, int i, const op_config& c, const cl
       traffic += detail::local_elements(g, op, op.output, c) * detail::elem_bytes(g.tensors[op.output.tensor], pr);
     const bool gemm = detail::is_gemm(op.kind);
     const double rate = gemm ? dev.peak(pr.compute).value : dev.peak_fp32.value;
-    const gemm_shape_factors shape = shape_factors(g, op, c, dev);
+    const gemm_shape_factors shape = shape_factors(g, op, c, dev, pr.compute);
     auto kernel = [&](double f, double b, double shape_factor = 1.0) {
       const double eff = gemm ? dev.gemm_efficiency(f) * shape_factor : 1.0;
       const double tc = f > 0 ? f / (rate * eff) : 0.0;

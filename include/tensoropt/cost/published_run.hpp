@@ -30,6 +30,7 @@ struct published_run {
   // the cluster
   index_t nodes = 0, gpus_per_node = 0;
   std::string_view device;  ///< a gpus:: preset name
+  std::string_view precision = "bf16-mixed";  ///< parse_precision name (fp16 mixed runs are bf16-mixed here)
   // the strategy and software stack
   std::string_view strategy;  ///< a --strategy SPEC
   attention_kernel attention = attention_kernel::materialized;
