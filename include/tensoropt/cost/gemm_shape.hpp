@@ -18,7 +18,11 @@
 // 4096 -> 79 % (4096^3). E * K / (K + K0) through those points gives K0 = 157 and
 // E = 0.82 (the 4096 : 256 ratio fixes K0; the other three points then agree within
 // 3 points). The presets take K0 = 157 on every GPU, an assumption: the cost is per
-// tile in steps of K, and no such table for A100 or V100 was found. The large-GEMM
+// tile in steps of K, and no such table for A100 or V100 was found. Were it instead
+// a fixed time scaled by each SM's tensor throughput (989/132 TFLOP/s per SM on
+// H100, 312/108 on A100, 125/80 on V100), A100's K0 would be 61 and V100's 33, and
+// the published BERT rows on A100 would be predicted 2.4 points faster (-13.3 %
+// instead of -10.9 %; cost_published_runs_test). The large-GEMM
 // efficiency E stays the presets' 0.8. No published-run row was used to set K0
 // (cost/published_runs.hpp); a calibrated device (measured GEMM rate) has K0 = 0.
 //
