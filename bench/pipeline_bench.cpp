@@ -5,7 +5,7 @@
 // recompute) on the same cost model.
 //
 //   pipeline_bench [--epsilon E] [--threads N] [--only NAME[,NAME...]] [--mode auto|exact|fast]
-//                  [--degree P] [--micro-batches K] [--progress] [--no-skip]
+//                  [--degree P] [--micro-batches K] [--progress] [--no-skip] [--lines N]
 //
 // `cpu` is the process CPU time over all threads; the baselines are timed apart.
 #include "bench_cli.hpp"
@@ -30,6 +30,7 @@ struct pipeline_bench_options {
   std::optional<long> degree, micro_batches;
   bool progress = false;
   bool no_skip = false;
+  long lines = 3;
   bool help = false;
 };
 }  // namespace
@@ -46,6 +47,7 @@ struct to::reflection<pipeline_bench_options> {
       to::field("micro-batches", &o::micro_batches, "one micro-batch count instead of all").range(1, 1L << 40).meta("K"),
       to::field("progress", &o::progress, "print a line per job"),
       to::field("no-skip", &o::no_skip, "search every job (no job bounds; the same frontier, for timing them)"),
+      to::field("lines", &o::lines, "lines of a job's region at most (scalar searches each)").range(0, 16).meta("N"),
       to::field("help", &o::help, "print this help"));
 };
 
@@ -68,6 +70,7 @@ int main(int argc, char** argv) {
     o.threads = used;
     o.mode = mode;
     o.skip_by_bounds = !opt.no_skip;
+    o.max_lines = std::size_t(opt.lines);
     if (opt.degree) o.degrees = {*opt.degree};
     if (opt.micro_batches) o.micro_batches = {*opt.micro_batches};
     if (opt.progress) o.progress = [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); };
