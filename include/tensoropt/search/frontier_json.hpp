@@ -1,8 +1,8 @@
 // The frontier file "tensoropt-frontier/2" (and "/1"): labelled points, union over
 // micro-batch counts, writer and readers.
 //
-// Format (units: seconds and bytes), points sorted by memory ascending with time
-// strictly descending:
+// Format (units: seconds and bytes), points sorted by memory (or by the peak where given:
+// the planner's points) ascending with time strictly descending:
 //   { "format": "tensoropt-frontier/2",
 //     "points": [ {"time": <s>, "memory": <bytes>, "micro_batches": <k>, "peak": <bytes>,
 //                  "choice": [<config index per node>], "labels": ["<config label per node>"]}
@@ -198,13 +198,23 @@ inline std::vector<frontier_entry> frontier_entries_from_json(const nlohmann::js
       e.choice = detail::frontier_choice(json_field(pts[i], "choice", at), json_path(at, "choice"));
       e.labels = detail::frontier_labels(json_field(pts[i], "labels", at), json_path(at, "labels"), e.choice.size());
     }
-    if (!out.empty() && !(out.back().point.memory < e.memory && out.back().point.time > e.time))
-      throw format_error(at + ": points must be sorted by memory ascending with time strictly "
-                         "descending; this point (" + std::to_string(e.memory) + " bytes, " +
-                         detail::fmt_seconds(e.time) + ") does not follow the previous one (" +
-                         std::to_string(out.back().point.memory) + " bytes, " +
-                         detail::fmt_seconds(out.back().point.time) + ")");
     out.push_back(std::move(fe));
+  }
+  // a staircase in memory, or (the planner's points, with candidates off the additive
+  // frontier) in the peak where given
+  auto first_unsorted = [&](auto mem) -> std::size_t {
+    for (std::size_t i = 1; i < out.size(); ++i)
+      if (!(mem(out[i - 1].point) < mem(out[i].point) && out[i - 1].point.time > out[i].point.time)) return i;
+    return 0;
+  };
+  const std::size_t bad = first_unsorted([](const frontier_point& q) { return q.memory; });
+  if (bad && first_unsorted([](const frontier_point& q) { return budget_memory(q); })) {
+    const auto& e = out[bad].point;
+    const auto& b = out[bad - 1].point;
+    throw format_error("points[" + std::to_string(bad) + "]: points must be sorted by memory (or by the peak where "
+                       "given) ascending with time strictly descending; this point (" + std::to_string(e.memory) +
+                       " bytes, " + detail::fmt_seconds(e.time) + ") does not follow the previous one (" +
+                       std::to_string(b.memory) + " bytes, " + detail::fmt_seconds(b.time) + ")");
   }
   return out;
 }
