@@ -29,6 +29,7 @@
 #include <vector>
 #include "../cost/op_cost.hpp"
 #include "../search/frontier_json.hpp"
+#include "../search/repeated_exact.hpp"
 #include "../search/solve.hpp"
 #include "baselines.hpp"
 #include "build_problem.hpp"
@@ -156,6 +157,8 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
           part.frontier.exact = true;
         } else if (mc.mode == search_mode::fast) {
           part.frontier = solve_repeated(built->prob, mc.block, so);
+        } else if (so.epsilon == 0 && !mc.block.instances.empty() && check_repeated(built->prob, mc.block).empty()) {
+          part.frontier = solve_repeated_exact(built->prob, mc.block, so);  // exact, identical layers folded once
         } else {
           part.frontier = solve(built->prob, so, report);
         }
