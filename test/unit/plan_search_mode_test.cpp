@@ -200,6 +200,38 @@ TEST_CASE("planner results do not depend on the number of threads") {
   CHECK(one.mode_notes == three.mode_notes);
 }
 
+TEST_CASE("micro-batch counts bounded by the ones before them: the same frontier, fewer points searched") {
+  const auto& m = to::models::find("gpt3-125m");
+  const auto cl = zoo_cluster(m, 2);
+  to::planner_options o;
+  o.micro_batches = {8, 16, 32, 64, 128};
+  o.baselines = false;
+  o.runtime_peak = false;
+  o.check_restriction = false;
+  o.mode = to::search_mode::fast;
+  o.job_bounds = false;
+  const auto alone = to::plan_frontier(m.lower(), cl, o);
+  o.job_bounds = true;
+  for (const std::size_t threads : {std::size_t(1), std::size_t(2)}) {
+    CAPTURE(threads);
+    o.threads = threads;
+    const auto bounded = to::plan_frontier(m.lower(), cl, o);
+    REQUIRE(bounded.points.size() == alone.points.size());
+    for (std::size_t i = 0; i < alone.points.size(); ++i) {
+      CHECK(bounded.points[i].time == alone.points[i].time);
+      CHECK(bounded.points[i].memory == alone.points[i].memory);
+    }
+    // some micro-batch count returned fewer points: the bounds of the others cut it
+    std::size_t fewer = 0;
+    for (std::size_t p = 0; p < alone.parts.size(); ++p) {
+      CHECK(bounded.parts[p].micro_batches == alone.parts[p].micro_batches);
+      CHECK(bounded.parts[p].frontier.points.size() <= alone.parts[p].frontier.points.size());
+      fewer += bounded.parts[p].frontier.points.size() < alone.parts[p].frontier.points.size();
+    }
+    CHECK(fewer > 0);
+  }
+}
+
 TEST_CASE("baselines try every tensor-parallel degree that divides the devices per node") {
   const auto& m = to::models::find("gpt3-125m");
   const auto cl = to::cluster::nodes(1).gpus_per_node(6).gpu(to::gpus::find(m.gpu));
