@@ -26,6 +26,7 @@
 #include <atomic>
 #include <bit>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <optional>
 #include <exception>
@@ -33,6 +34,7 @@
 #include <thread>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -95,6 +97,54 @@ inline std::string count_str(double v) {
     o += s[i];
   }
   return o;
+}
+/// A lower bound of every strategy of `p` within `limit`: the frontier of the problem with
+/// each edge at its least time and memory (edges then join nothing, so the node frontiers
+/// add up), summed in a balanced tree with each sum pruned within (1 + delta) and every time
+/// divided by (1 + delta)^depth at the end. No strategy lies below or left of it.
+inline std::vector<candidate> edge_free_bound(const problem& p, cost_t limit, double delta = 0.002) {
+  cost_t t0 = 0, m0 = p.memory_offset;
+  for (auto& e : p.edges)
+    if (!e.time.empty()) {
+      t0 += *std::min_element(e.time.begin(), e.time.end());
+      m0 += *std::min_element(e.memory.begin(), e.memory.end());
+    }
+  if (m0 > limit) return {};
+  std::vector<std::vector<candidate>> level;
+  for (auto& n : p.nodes) {
+    std::vector<candidate> c;
+    for (auto& x : n.configs) c.push_back({x.time, x.memory, -1, -1});
+    pareto_filter(c);
+    level.push_back(std::move(c));
+  }
+  std::size_t depth = 0;
+  while (level.size() > 1) {
+    std::vector<std::vector<candidate>> up;
+    for (std::size_t i = 0; i + 1 < level.size(); i += 2)
+      up.push_back(sum_with_provenance(level[i], level[i + 1], delta, limit - m0));
+    if (level.size() % 2) up.push_back(std::move(level.back()));
+    level.swap(up);
+    ++depth;
+  }
+  const long double f = std::pow((long double)(1 + delta), (long double)depth);
+  std::vector<candidate> out;
+  for (auto& q : level.front())
+    out.push_back({t0 + cost_t(std::floor((long double)q.time / f)), m0 + q.memory, -1, -1});
+  return out;
+}
+
+/// Whether every point of `lb` has a point of `by` at or below it (each a staircase).
+inline bool all_dominated(const std::vector<candidate>& lb, std::vector<frontier::point> by) {
+  std::sort(by.begin(), by.end(), [](auto& x, auto& y) { return x.memory < y.memory; });
+  cost_t best = std::numeric_limits<cost_t>::max();
+  std::size_t j = 0;
+  std::vector<candidate> sorted = lb;
+  std::sort(sorted.begin(), sorted.end(), [](auto& x, auto& y) { return x.memory < y.memory; });
+  for (auto& l : sorted) {
+    while (j < by.size() && by[j].memory <= l.memory) best = std::min(best, by[j++].time);
+    if (best > l.time) return false;
+  }
+  return true;
 }
 }  // namespace detail
 
@@ -192,6 +242,13 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
         if (!fits) {
           part.why = "skipped: even the least memory of every op exceeds the memory limit";
           part.frontier.exact = true;
+        } else if (mc.mode == search_mode::fast && opt.job_bounds && pos > 0 &&
+                   detail::all_dominated(detail::edge_free_bound(built->prob, opt.solve.memory_limit),
+                                         published_before(pos))) {
+          publish(pos, {});
+          part.why = "skipped: beaten before any search (the points of the larger micro-batch counts lie at or "
+                     "below a lower bound of every strategy: edges at their least cost)";
+          part.frontier.exact = true;
         } else if (mc.mode == search_mode::fast) {
           repeated_bounds rbd;
           // points past the time cap are erased from the union below, so they guarantee nothing
@@ -226,7 +283,7 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
           for (std::size_t p = 0; p < pf.parts.size(); ++p)
             if (pf.parts[p].micro_batches == e.micro_batches) used[p] = true;
         for (std::size_t p = 0; p < pf.parts.size(); ++p)
-          if (!used[p] && !entries[p].empty()) pf.parts[p].built.reset();
+          if (!used[p]) pf.parts[p].built.reset();
       } catch (...) {
         publish(pos, {});
         std::lock_guard lock(mu);
