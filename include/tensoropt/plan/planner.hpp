@@ -98,25 +98,34 @@ inline std::string count_str(double v) {
   }
   return o;
 }
-/// A lower bound of every strategy of `p` within `limit`: the frontier of the problem with
-/// each edge at its least time and memory (edges then join nothing, so the node frontiers
-/// add up), summed in a balanced tree with each sum pruned within (1 + delta) and every time
+/// A lower bound of every strategy of `p` within `limit`: each edge's cost is replaced by
+/// its least time and least memory over the producer's configs, added to the consumer's
+/// config (an edge then joins nothing, so the node frontiers add up); the node frontiers
+/// are summed in a balanced tree with each sum pruned within (1 + delta), and every time is
 /// divided by (1 + delta)^depth at the end. No strategy lies below or left of it.
 inline std::vector<candidate> edge_free_bound(const problem& p, cost_t limit, double delta = 0.002) {
-  cost_t t0 = 0, m0 = p.memory_offset;
-  for (auto& e : p.edges)
-    if (!e.time.empty()) {
-      t0 += *std::min_element(e.time.begin(), e.time.end());
-      m0 += *std::min_element(e.memory.begin(), e.memory.end());
-    }
+  const cost_t t0 = 0, m0 = p.memory_offset;
   if (m0 > limit) return {};
   std::vector<std::vector<candidate>> level;
   for (auto& n : p.nodes) {
     std::vector<candidate> c;
     for (auto& x : n.configs) c.push_back({x.time, x.memory, -1, -1});
-    pareto_filter(c);
     level.push_back(std::move(c));
   }
+  for (auto& e : p.edges) {
+    auto& to = level[std::size_t(e.to)];
+    const std::size_t rows = p.nodes[std::size_t(e.from)].configs.size(), cols = to.size();
+    for (std::size_t j = 0; j < cols; ++j) {
+      cost_t t = std::numeric_limits<cost_t>::max(), m = t;
+      for (std::size_t i = 0; i < rows; ++i) {
+        t = std::min(t, e.time[i * cols + j]);
+        m = std::min(m, e.memory[i * cols + j]);
+      }
+      to[j].time += t;
+      to[j].memory += m;
+    }
+  }
+  for (auto& c : level) pareto_filter(c);
   std::size_t depth = 0;
   while (level.size() > 1) {
     std::vector<std::vector<candidate>> up;
