@@ -15,7 +15,9 @@
 // Exits 1 when a point misses the target.
 #include <tensoropt/core/command_line.hpp>
 #include <tensoropt/plan/memory_peak.hpp>
+#include <tensoropt/plan/peak_search.hpp>
 #include <tensoropt/plan/planner.hpp>
+#include <chrono>
 #include <tensoropt/runtime.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -82,9 +84,64 @@ int sweep(const char* name, int steps) {
 }
 }  // namespace
 
+/// Without training: the peak bound (plan/peak_bound.hpp) over the replayed peak on every
+/// point of the additive frontier and of the exact (bound, time) frontier
+/// (plan/peak_search.hpp), and what the bound search costs. Returns 1 when a bound is
+/// below its replayed peak.
+template <class M>
+int bound_sweep(const char* name, double epsilon) {
+  const auto g = to::with_global_batch(to::lower<M>(), 16);
+  int below = 0;
+  for (auto ms : meshes) {
+    const auto cl = to::cluster::nodes(ms.nodes).gpus_per_node(ms.per);
+    double add_lo = 1e9, add_hi = 0, b_lo = 1e9, b_hi = 0, add_s = 0, b_s = 0;
+    std::size_t add_pts = 0, b_pts = 0, caps = 0, solved = 0;
+    for (int k : {1, 2}) {
+      to::build_options bo;
+      bo.prec = to::precisions::fp32;
+      bo.regenerate_dropout = true;
+      bo.micro_batches = k;
+      const auto b = to::build_problem(g, cl, bo);
+      auto t0 = std::chrono::steady_clock::now();
+      const auto f = to::solve(b.prob);
+      add_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      t0 = std::chrono::steady_clock::now();
+      const auto pb = to::make_peak_bound(b);
+      to::peak_search_options so;
+      so.epsilon = epsilon;
+      const auto r = to::solve_peak_bound(pb, so);
+      b_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      caps += r.caps;
+      solved += r.solved;
+      auto ratio = [&](const std::vector<int>& choice) {
+        std::vector<to::op_config> cfg;
+        for (std::size_t i = 0; i < choice.size(); ++i) cfg.push_back(b.configs[i][std::size_t(choice[i])]);
+        const double peak = to::predicted_peak(b.graph, cfg, cl, bo).peak();
+        const double x = double(to::bound_of(pb, choice).bound()) / peak;
+        below += x < 1;
+        return x;
+      };
+      for (auto& p : f.points) {
+        const double x = ratio(p.choice);
+        add_lo = std::min(add_lo, x), add_hi = std::max(add_hi, x), ++add_pts;
+      }
+      for (auto& p : r.points) {
+        const double x = ratio(p.choice);
+        b_lo = std::min(b_lo, x), b_hi = std::max(b_hi, x), ++b_pts;
+      }
+    }
+    std::printf("%-4s %d x %d %5zu %6.2fx .. %5.2fx %8.3f s %5zu %6.2fx .. %5.2fx %5zu %5zu %8.3f s\n", name,
+                ms.nodes, ms.per, add_pts, add_lo, add_hi, add_s, b_pts, b_lo, b_hi, caps, solved, b_s);
+    std::fflush(stdout);
+  }
+  return below;
+}
+
 struct memory_bench_options {
   std::string model = "all";
   long steps = 2;
+  bool bound = false;
+  double epsilon = 0;
   bool help = false;
 };
 template <>
@@ -93,6 +150,8 @@ struct to::reflection<memory_bench_options> {
   static constexpr auto fields = boost::hana::make_tuple(
       to::field("model", &o::model, "mlp, cnn, moe, gpt or all").meta("NAME"),
       to::field("steps", &o::steps, "training steps per frontier point").range(1, 1000).meta("N"),
+      to::field("bound", &o::bound, "no training: the peak bound over the replayed peak, and the bound search's cost"),
+      to::field("epsilon", &o::epsilon, "--bound: bucket the caps under this epsilon (plan/peak_search.hpp)").range(0, 10),
       to::field("help", &o::help, "print this help"));
 };
 
@@ -116,6 +175,19 @@ int main(int argc, char** argv) {
   if (m != "all" && m != "mlp" && m != "cnn" && m != "moe" && m != "gpt") {
     std::fprintf(stderr, "memory_bench: --model: unknown model '%s'; valid: mlp, cnn, moe, gpt, all\n", m.c_str());
     return 2;
+  }
+  if (opt.bound) {
+    std::printf("bound / replayed peak on every point (k = 1, 2) of the additive frontier and of the exact\n"
+                "(bound, time) frontier, with the searches' times (caps: distinct cap values, solved: searches run)\n");
+    std::printf("%-4s %-5s %5s %17s %10s %5s %17s %5s %5s %10s\n", "model", "mesh", "pts", "additive: bound/peak",
+                "solve", "pts", "bound: bound/peak", "caps", "solved", "solve");
+    int below = 0;
+    if (m == "all" || m == "mlp") below += bound_sweep<rt_test::mlp>("mlp", opt.epsilon);
+    if (m == "all" || m == "cnn") below += bound_sweep<rt_test::cnn>("cnn", opt.epsilon);
+    if (m == "all" || m == "moe") below += bound_sweep<rt_test::moe>("moe", opt.epsilon);
+    if (m == "all" || m == "gpt") below += bound_sweep<rt_test::gpt>("gpt", opt.epsilon);
+    if (below) std::printf("the bound is below the replayed peak on %d point(s)\n", below);
+    return below ? 1 : 0;
   }
   const int steps = int(opt.steps);
   std::printf("measured / predicted peak - 1 over every frontier point (target -10 %% .. +5 %%), %d steps each;\n"

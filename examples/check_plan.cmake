@@ -21,7 +21,7 @@ endforeach()
 file(READ ${OUT}/frontier.json fj)
 string(JSON fmt GET "${fj}" format)
 string(JSON n LENGTH "${fj}" points)
-if(NOT fmt STREQUAL "tensoropt-frontier/1" OR n LESS 2)
+if(NOT fmt STREQUAL "tensoropt-frontier/2" OR n LESS 2)
   message(FATAL_ERROR "bad frontier file: format '${fmt}', ${n} points")
 endif()
 # Staircase: memory ascending, time strictly descending.

@@ -9,11 +9,15 @@
 #include <tensoropt/plan/cli.hpp>
 #include <tensoropt/plan/device_file.hpp>
 #include <tensoropt/plan/explore.hpp>
+#include <tensoropt/plan/pipeline_export.hpp>
 #include <tensoropt/plan/pipeline_plan_file.hpp>
 #include <tensoropt/plan/pipeline_planner.hpp>
+#include <tensoropt/plan/pipeline_report.hpp>
 #include <tensoropt/plan/pipeline_spec.hpp>
 #include <tensoropt/plan/planner.hpp>
 #include <tensoropt/plan/strategy_spec.hpp>
+#include <tensoropt/search/pipeline_problem_json.hpp>
+#include <tensoropt/search/pipeline_solve.hpp>
 #include <cstdio>
 #include <fstream>
 #include <utility>
@@ -128,8 +132,116 @@ void print_table(const to::frontier_report& rep) {
     std::printf("(--all-points shows every plan; --frontier-json writes every plan)\n");
 }
 
+/// --check-frontier F --problem-json P: every point of F re-costed from P (a problem or a
+/// pipeline problem file) must equal its time and memory.
+int check_frontier_file(const to::plan_cli& c) {
+  const std::string where = "frontier '" + c.check_frontier + "' against '" + c.problem_json + "': ";
+  try {
+    const auto entries = to::read_frontier_entries(read_file(c.check_frontier));
+    const auto j = to::detail::parse_json_text(read_file(c.problem_json), "problem");
+    const bool piped = j.is_object() && j.contains("format") && j["format"] == to::pipeline_problem_format;
+    std::size_t checked = entries.size(), stages = 0;
+    if (piped) {
+      to::check_frontier(to::pipeline_problem_from_json(j), entries);
+      for (auto& e : entries) stages += e.stages ? e.stages->choice.size() : 0;
+    } else {
+      const auto p = to::problem_from_json(j);
+      std::vector<to::frontier_point> pts;
+      std::vector<int> ks;
+      for (std::size_t i = 0; i < entries.size(); ++i) {
+        if (entries[i].stages)
+          throw to::format_error("points[" + std::to_string(i) + "] has pipeline stages; check it against the "
+                                 "tensoropt-pipeline-problem/1 file written with it");
+        pts.push_back(entries[i].point);
+        if (std::find(ks.begin(), ks.end(), pts.back().micro_batches) == ks.end()) ks.push_back(pts.back().micro_batches);
+      }
+      if (!c.micro_batches && ks.size() > 1)
+        throw to::invalid_argument("the frontier holds points of " + std::to_string(ks.size()) + " micro-batch counts "
+                                   "and a problem file is the problem of one: add --micro-batches K to check the points of K");
+      const int k = c.micro_batches ? int(*c.micro_batches) : ks.front();
+      checked = std::size_t(std::count_if(pts.begin(), pts.end(), [&](auto& q) { return q.micro_batches == k; }));
+      if (checked == 0)
+        throw to::invalid_argument("no point of the frontier has " + std::to_string(k) + " micro-batches");
+      to::check_frontier(p, pts, k);
+    }
+    std::printf("checked %zu of %zu points of %s against %s%s: each re-costs exactly to its time and memory\n", checked,
+                entries.size(), c.check_frontier.c_str(), c.problem_json.c_str(),
+                piped ? (" (" + std::to_string(stages) + " stages)").c_str() : "");
+  } catch (const to::format_error& e) {
+    throw to::format_error(where + e.what());
+  }
+  return 0;
+}
+
+/// --frontier-json / --problem-json of pipeline points: the pipeline problem and the frontier
+/// indexing it, checked against each other before they are written.
+void write_pipeline_files(const to::plan_cli& c, const to::op_graph& g, const to::cluster& cl,
+                          const to::build_options& bo, const std::vector<to::pipeline_point>& pts) {
+  if (c.frontier_json.empty() && c.problem_json.empty()) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto ex = to::export_pipeline(g, cl, bo, pts);
+  try {
+    to::check_frontier(ex.problem, ex.points);
+  } catch (const to::format_error& e) {
+    throw to::runtime_error(std::string("internal error: a pipeline point does not re-cost from its stage problems: ") +
+                            e.what());
+  }
+  if (!c.quiet)
+    std::fprintf(stderr, "  pipeline problem: %zu partitions, %zu stage problems, built and checked in %.2f s\n",
+                 ex.problem.partitions.size(), ex.problem.problems.size(), to::detail::seconds_since(t0));
+  if (!c.problem_json.empty()) write_file(c.problem_json, to::write_pipeline_problem_json(ex.problem), "problem");
+  if (!c.frontier_json.empty()) write_file(c.frontier_json, to::write_frontier_json(ex.points), "frontier");
+}
+
+/// --solve of a pipeline problem file: the frontier over its partitions, with stages.
+int solve_pipeline_file(const to::plan_cli& c, const nlohmann::json& j) {
+  const auto pp = to::pipeline_problem_from_json(j);
+  if (pp.partitions.empty()) throw to::infeasible("pipeline problem " + c.solve + " has no partitions: nothing to solve");
+  const auto t0 = std::chrono::steady_clock::now();
+  to::solve_options so;
+  so.epsilon = c.epsilon;
+  const auto points = to::solve_pipeline_problem(pp, so);
+  const double secs = to::detail::seconds_since(t0);
+  std::printf("pipeline problem %s: %zu partitions, %zu stage problems; solved in %.3f s: %zu points%s\n",
+              c.solve.c_str(), pp.partitions.size(), pp.problems.size(), secs, points.size(),
+              c.epsilon > 0 ? "" : " (exact over these partitions)");
+  to::frontier_report rep;
+  rep.model = c.solve;
+  rep.cluster = "pipeline problem file";
+  rep.search_seconds = secs;
+  for (auto& e : points) {
+    to::frontier_report::point q;
+    q.time = to::seconds_of(e.point) / 1_s;
+    q.memory = to::bytes_of(e.point) / 1_B;
+    q.micro_batches = e.point.micro_batches;
+    q.pipeline_degree = e.stages->degree;
+    if (q.pipeline_degree > 1) q.stage_begin = e.stages->stage_begin;
+    q.summary = "partition " + std::to_string(e.stages->partition) + ": pp " + std::to_string(e.stages->degree);
+    rep.points.push_back(std::move(q));
+  }
+  show_points(c, rep);
+  if (c.memory_budget) {
+    (void)to::detail::checked_cost(*c.memory_budget * to::gib, "--memory-budget (in bytes)");
+    const double budget = (*c.memory_budget * 1_GiB).value;
+    for (std::size_t i = 0; i < points.size(); ++i)
+      if (double(points[i].point.memory) <= budget) rep.chosen = int(i);
+    if (rep.chosen < 0)
+      throw to::infeasible("no point fits " + to::format_bytes(budget) + "; the least memory is " +
+                           to::format_bytes(double(points.front().point.memory)));
+    rep.budget = budget;
+  }
+  print_table(rep);
+  if (!c.frontier_json.empty()) write_file(c.frontier_json, to::write_frontier_json(points), "frontier");
+  if (!c.svg.empty()) write_file(c.svg, to::to_svg(rep), "plot");
+  if (!c.html.empty()) write_file(c.html, to::to_html(rep), "report");
+  return 0;
+}
+
 int solve_file(const to::plan_cli& c) {
-  const auto p = to::read_problem_json(read_file(c.solve));
+  const auto text = read_file(c.solve);
+  const auto j = to::detail::parse_json_text(text, "problem");
+  if (j.is_object() && j.contains("format") && j["format"] == to::pipeline_problem_format) return solve_pipeline_file(c, j);
+  const auto p = to::problem_from_json(j);
   const auto t0 = std::chrono::steady_clock::now();
   to::solve_options so;
   so.epsilon = c.epsilon;
@@ -237,9 +349,6 @@ int evaluate_strategy(const to::plan_cli& c, const to::op_graph& g, const to::cl
     throw to::invalid_argument("--micro-batches " + std::to_string(bo.micro_batches) + " does not divide the batch " +
                                std::to_string(g.batch));
   if (s.pp > 1) {  // a pipeline plan: balanced stages, each on its stage's mesh
-    if (!c.frontier_json.empty() || !c.problem_json.empty())
-      throw to::invalid_argument("--strategy with pp > 1: --frontier-json and --problem-json hold one-stage plans; "
-                                 "drop them");
     const auto pp = to::plan_from_spec(g, cl.mesh, s, bo.micro_batches);
     const auto pc = to::evaluate_pipeline(g, pp, cl, bo);
     const double t = double(pc.time) / to::ps_per_second;
@@ -256,6 +365,10 @@ int evaluate_strategy(const to::plan_cli& c, const to::op_graph& g, const to::cl
                   to::format_seconds(double(pc.stages[i].time) / to::ps_per_second).c_str(),
                   to::format_bytes(double(pc.stages[i].memory)).c_str());
     std::printf("sends on the critical path: %s\n", to::format_seconds(double(pc.sends) / to::ps_per_second).c_str());
+    // a one-point frontier with stages, indexing stage problems that keep every config
+    to::build_options all = bo;
+    all.drop_dominated = false;
+    write_pipeline_files(c, g, cl, all, {{pc.time, pc.memory, pp}});
     return 0;
   }
   const auto ev = to::evaluate_spec(s, g, cl, bo);
@@ -310,39 +423,36 @@ int plan_with_stages(const to::plan_cli& c, const to::models::model_info& m, con
   if (pf.points.empty())
     throw to::infeasible("no plan of " + std::string(m.name) + " fits " + to::format_bytes(cl.gpu_spec.capacity) +
                          " per device on " + cl.describe() + ", with or without pipeline stages");
-  const std::size_t n = pf.points.size(), shown = c.all_points ? n : std::min<std::size_t>(n, 30);
-  std::printf("\n%5s %12s %12s %4s %6s  %s\n", "#", "memory", "time", "pp", "k", "plan");
-  for (std::size_t r = 0; r < shown; ++r) {
-    const std::size_t i = shown == n ? r : r * (n - 1) / (shown - 1);
-    const auto& q = pf.points[i];
-    std::printf("%5zu %12s %12s %4d %6d  %s\n", i, to::format_bytes(double(q.memory)).c_str(),
-                to::format_seconds(double(q.time) / to::ps_per_second).c_str(), q.plan.degree, q.plan.micro_batches,
-                to::summarize_pipeline(g, q.plan).c_str());
-  }
-  if (shown < n) std::printf("(%zu of %zu points, evenly spaced; --all-points shows every one)\n", shown, n);
+  std::vector<to::baseline_result> baselines;
   if (!c.no_baselines) {
     const auto ks = o.micro_batches.empty() ? to::detail::legal_micro_batches(g) : o.micro_batches;
-    std::printf("\nMegatron 3D baselines (full recompute, same cost model):\n");
-    for (const auto& b : to::megatron_3d_baselines(g, cl, o.build, pf.points, ks))
-      if (b.valid)
-        std::printf("  %-34s %12s %12s  %s\n", b.name.c_str(), to::format_bytes(b.memory).c_str(),
-                    to::format_seconds(b.time).c_str(), b.summary.c_str());
+    for (auto& b : to::megatron_3d_baselines(g, cl, o.build, pf.points, ks))
+      if (b.valid) baselines.push_back(std::move(b));
   }
   const to::pipeline_point* chosen = &pf.points.back();
+  std::optional<to::bytes> budget;
   if (c.memory_budget) {
-    const double budget = (*c.memory_budget * 1_GiB).value;
+    budget = *c.memory_budget * 1_GiB;
     chosen = nullptr;
     for (const auto& q : pf.points)
-      if (double(q.memory) <= budget) chosen = &q;
+      if (double(q.memory) <= budget->value) chosen = &q;
     if (!chosen)
-      throw to::infeasible("no plan fits " + to::format_bytes(*c.memory_budget * 1_GiB) + " per device; the least "
+      throw to::infeasible("no plan fits " + to::format_bytes(*budget) + " per device; the least "
                            "memory with stages is " + to::format_bytes(double(pf.points.front().memory)));
   }
-  std::printf("\nchosen plan (%s): %s on the fullest device, %s per iteration, micro-batches %d\n  %s\n",
-              c.memory_budget ? "fastest within the budget" : "fastest that fits",
+  auto rep = to::make_pipeline_report(g, cl, o.build, pf, std::string(m.name), int(chosen - pf.points.data()), budget,
+                                      std::move(baselines));
+  show_points(c, rep);
+  std::printf("\n");
+  print_table(rep);
+  std::printf("\nchosen plan #%td (%s): %s on the fullest device, %s per iteration, micro-batches %d\n  %s\n",
+              chosen - pf.points.data(), c.memory_budget ? "fastest within the budget" : "fastest that fits",
               to::format_bytes(double(chosen->memory)).c_str(),
               to::format_seconds(double(chosen->time) / to::ps_per_second).c_str(), chosen->plan.micro_batches,
               to::summarize_pipeline(g, chosen->plan).c_str());
+  write_pipeline_files(c, g, cl, o.build, pf.points);
+  if (!c.svg.empty()) write_file(c.svg, to::to_svg(rep), "plot");
+  if (!c.html.empty()) write_file(c.html, to::to_html(rep), "report");
   if (!c.save_plan.empty())
     write_file(c.save_plan,
                to::write_plan_json(to::make_pipeline_plan_file(g, cl, o.build, *chosen,
@@ -356,6 +466,7 @@ int run(int argc, char** argv) {
   if (c.help) { std::fputs(to::plan_cli_usage().c_str(), stdout); return 0; }
   if (c.list_models) { list_models(); return 0; }
   if (c.list_gpus) { list_gpus(); return 0; }
+  if (!c.check_frontier.empty()) return check_frontier_file(c);
   prepare_outputs(c);
   if (!c.solve.empty()) return solve_file(c);
 

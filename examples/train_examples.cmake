@@ -42,7 +42,8 @@ if(TARGET tensoropt::runtime)
     endif()
   endforeach()
   # A saved plan trains in train_gpt, is refused for another device count or
-  # precision, and a resumed run gives the losses of an uninterrupted one.
+  # precision, and a resumed run gives the losses of an uninterrupted one; the same
+  # for a plan file with pipeline stages.
   if(TENSOROPT_BUILD_TESTS AND TARGET train_gpt AND TARGET tensoropt-plan)
     add_test(NAME example.train_gpt_plan_file
              COMMAND ${CMAKE_COMMAND} -DPLAN=$<TARGET_FILE:tensoropt-plan> -DTRAIN=$<TARGET_FILE:train_gpt>

@@ -8,7 +8,8 @@
 //             [--plan FILE] [--save FILE] [--resume FILE] [--gpu-file FILE]
 //             (--help lists the flags and their ranges)
 //     --plan FILE     run a plan saved by `tensoropt-plan --model SPEC --gpu cpu --precision fp32
-//                     --devices N --save-plan FILE` (SPEC: the model printed at start) instead of planning
+//                     --devices N --save-plan FILE` (SPEC: the model printed at start) instead of planning;
+//                     a tensoropt-plan/2 file (tensoropt-plan --pipeline) runs its pipeline stages
 //     --save FILE     write a checkpoint after the steps
 //     --resume FILE   start from a checkpoint: the step count and the batches continue, so the
 //                     losses are those of an uninterrupted run
@@ -30,6 +31,7 @@
 #include <tensoropt/plan/planner.hpp>
 #include <tensoropt/plan/pipeline_spec.hpp>
 #include <tensoropt/plan/strategy_spec.hpp>
+#include <tensoropt/runtime/pipeline_memory.hpp>
 #include <tensoropt/runtime.hpp>
 #ifdef TENSOROPT_EXAMPLE_MPI
 #include <tensoropt/runtime/mpi_comm.hpp>
@@ -101,7 +103,8 @@ struct to::reflection<train_gpt_options> {
                                           "(gpu_calibrate writes it on the GPU that runs the job; cuda only)")
           .meta("FILE"),
       to::field("plan", &o::plan, "run this tensoropt-plan/1 file (tensoropt-plan --model SPEC --gpu cpu "
-                                  "--precision fp32 --devices N --save-plan FILE) instead of planning").meta("FILE"),
+                                  "--precision fp32 --devices N --save-plan FILE) instead of planning; a /2 file "
+                                  "(--pipeline) runs its pipeline stages").meta("FILE"),
       to::field("save", &o::save, "write a checkpoint after the steps").meta("FILE"),
       to::field("resume", &o::resume, "start from a checkpoint; steps and batches continue from it").meta("FILE"),
       to::field("help", &o::help, "print this help"));
@@ -367,12 +370,22 @@ int main(int argc, char** argv) {
       std::optional<to::bytes> budget;
       if (budget_mib > 0) budget = budget_mib * 1_MiB;
       chosen = rt::choose_training_plan(g, cl, po, budget, plan_path, spec, backend);
+      if (chosen.pipeline.degree > 1) {  // a tensoropt-plan/2 file with pipeline stages
+        pipeline = chosen.pipeline;
+        chosen.summary += ", stages start at ops";
+        for (auto b : pipeline.stage_begin) chosen.summary += " " + std::to_string(b);
+      }
     }
+    const bool piped = pipeline.degree > 1;
     if (pp == 1)
-      say("%s on %d devices: predicted %.3f ms/step, %.3f MiB per device, %d micro-batch(es)\n%s\n",
-          chosen.source.c_str(), devices, chosen.time / 1_ms, chosen.memory / 1_MiB, chosen.plan.micro_batches,
-          chosen.summary.c_str());
-    const double predicted_peak = pp == 1 ? predicted_peak_of(chosen.plan.configs, chosen.plan.micro_batches) : 0;
+      say("%s on %d devices: predicted %.3f ms/step, %.3f MiB per device, %d micro-batch(es)%s\n%s\n",
+          chosen.source.c_str(), devices, chosen.time / 1_ms, chosen.memory / 1_MiB,
+          piped ? pipeline.micro_batches : chosen.plan.micro_batches, piped ? " (1F1B)" : "", chosen.summary.c_str());
+    // the runtime's peak: the replay of one step's buffers (per stage under 1F1B)
+    double predicted_peak = 0;
+    if (!piped) predicted_peak = predicted_peak_of(chosen.plan.configs, chosen.plan.micro_batches);
+    for (int s = 0; piped && s < pipeline.degree; ++s)
+      predicted_peak = std::max(predicted_peak, rt::predicted_stage_peak(g, pipeline, s, cl, po.build).peak());
 
     rt::training_options run;
     run.steps = steps;
@@ -389,10 +402,10 @@ int main(int argc, char** argv) {
     rt::training_result r;
     if (comm_kind == "local") {
       rt::local_world world(devices);
-      r = pp > 1 ? rt::train(g, pipeline, world, next, run) : rt::train(g, chosen.plan, world, next, run);
+      r = piped ? rt::train(g, pipeline, world, next, run) : rt::train(g, chosen.plan, world, next, run);
     } else {
 #ifdef TENSOROPT_EXAMPLE_MPI
-      r = pp > 1 ? rt::train(g, pipeline, *mpi, next, run) : rt::train(g, chosen.plan, *mpi, next, run);
+      r = piped ? rt::train(g, pipeline, *mpi, next, run) : rt::train(g, chosen.plan, *mpi, next, run);
 #endif
     }
     if (!save_path.empty())
@@ -400,12 +413,8 @@ int main(int argc, char** argv) {
     say("backend %s, %s\n", backend.kind.c_str(), std::string(backend.prec.name).c_str());
     say("%.0f tokens/s on average; device 0 spent %.1f %% of the step time in kernels\n", tokens * steps / r.seconds,
         100 * r.kernel_seconds / r.seconds);
-    if (pp == 1)
-      say("loss %.4f -> %.4f; peak memory of a device %.3f MiB (predicted %.3f MiB)\n", double(r.first_loss),
-          double(r.last_loss), to::from_byte_count(r.peak_bytes) / 1_MiB, predicted_peak / 1048576);
-    else
-      say("loss %.4f -> %.4f; peak memory of a device %.3f MiB\n", double(r.first_loss), double(r.last_loss),
-          to::from_byte_count(r.peak_bytes) / 1_MiB);
+    say("loss %.4f -> %.4f; peak memory of a device %.3f MiB (predicted %.3f MiB)\n", double(r.first_loss),
+        double(r.last_loss), to::from_byte_count(r.peak_bytes) / 1_MiB, predicted_peak / 1048576);
     if (steps >= 20 && !(r.last_loss < 0.8f * r.first_loss)) {
       say("train_gpt: the loss did not fall clearly below the starting loss\n");
       return 1;

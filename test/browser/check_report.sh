@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Renders the planner's HTML report in headless Chromium and fails on a script error,
-# a missing plot or a plan panel the script did not draw.
+# Renders the planner's HTML reports (without and with pipeline stages) in headless
+# Chromium and fails on a script error, a missing plot or a plan panel the script did not
+# draw.
 #
 # usage: check_report.sh PLANNER OUT_DIR SOURCE_DIR
 # Installs Debian's chromium through scripts/deps.sh --tests when it is missing; skips
@@ -61,3 +62,16 @@ render --screenshot="$out/report.png" --window-size=1500,1400 "file://$out/repor
   fail "chromium could not take a screenshot"
 [ "$(stat -c %s "$out/report.png")" -gt 20000 ] || fail "the screenshot is nearly empty"
 echo "report ok: $markers points shown, plan panel drawn, no script error; screenshot $out/report.png"
+
+# The report of a frontier with pipeline stages: markers by degree, the panel lists the stages.
+"$plan" --model gpt:layers=4,hidden=64,heads=4,seq=16,vocab=64,batch=8 --devices 4 --micro-batches 4 --pipeline \
+        --quiet --html "$out/pipeline.html" > "$out/pipeline.txt" || fail "tensoropt-plan --pipeline failed"
+render --dump-dom "file://$out/pipeline.html" > "$out/dom_pipeline.html" || fail "chromium could not render the pipeline report"
+dom="$out/dom_pipeline.html"
+grep -q '<p class="js-error"' "$dom" && fail "script errors in the pipeline report"
+grep -q 'data-report="ok"' "$dom" || fail "the pipeline report's script did not finish"
+grep -q 'data-pp="4"' "$dom" || fail "the pipeline plot marks no point of pipeline degree 4"
+grep -q 'pipeline stages (1F1B over 4 micro-batches)' "$dom" || fail "the plan panel lists no stages"
+render --screenshot="$out/pipeline.png" --window-size=1500,1400 "file://$out/pipeline.html" >/dev/null ||
+  fail "chromium could not take a screenshot of the pipeline report"
+echo "pipeline report ok: stages in the plan panel; screenshot $out/pipeline.png"

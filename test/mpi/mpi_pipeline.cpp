@@ -1,42 +1,21 @@
 // Pipeline plans of the small GPT on 4 MPI processes (p = 4, and p = 2 x dp 2): the
 // losses and weights after 3 steps equal a 1-device run (within 1e-5) and a 4-thread
 // local run of the same plan (bit for bit); a checkpoint saved under p = 4 loads into
-// a local p = 2 run. Exit 0 = pass.
-#define DOCTEST_CONFIG_IMPLEMENT  // the shared helpers carry doctest checks (unused here)
-#include <tensoropt/runtime/mpi_comm.hpp>
-#include <cstdio>
-#include "../unit/runtime_models.hpp"
+// a local p = 2 run; a stage that throws stops the other processes at once, each with
+// an error naming that stage. Exit 0 = pass.
+#include "mpi_test.hpp"
 
 using namespace rt_test;
 
-namespace {
-to::pipeline_plan pipeline(const to::op_graph& g, int n, int p, const rt::training_plan& inner) {
-  to::pipeline_plan pp;
-  pp.degree = p;
-  pp.micro_batches = inner.micro_batches;
-  pp.mesh = to::device_mesh(1, n);
-  pp.configs = inner.configs;
-  for (int s = 0; s < p; ++s) pp.stage_begin.push_back(std::size_t(s) * g.ops.size() / std::size_t(p));
-  return pp;
-}
-}  // namespace
-
 int main(int argc, char** argv) {
-  rt::mpi_session session(&argc, &argv);
-  rt::mpi_comm comm(std::chrono::seconds(30));
-  int failures = 0;
-  auto expect = [&](bool ok, const std::string& what) {
-    if (!ok) {
-      std::fprintf(stderr, "rank %d: FAILED: %s\n", comm.rank(), what.c_str());
-      ++failures;
-    }
-  };
-  try {
+  mpi_test test(&argc, &argv);
+  auto& comm = test.comm;
+  auto expect = [&](bool ok, const std::string& what) { test.expect(ok, what); };
+  return test.run([&] {
     const auto g = to::lower<gpt>();
-    expect(comm.size() == 4, "the test runs on 4 processes");
     const std::string path = "mpi_pipeline.ckpt";
     const auto ref = run(g, data_parallel(g, 1, 4), 3);
-    for (const auto& pp : {pipeline(g, 4, 4, random_plan(g, 1, 3, 4)), pipeline(g, 4, 2, random_plan(g, 2, 13, 4))}) {
+    for (const auto& pp : {even_pipeline(g, 4, 4, random_plan(g, 1, 3, 4)), even_pipeline(g, 4, 2, random_plan(g, 2, 13, 4))}) {
       const std::string what = "p " + std::to_string(pp.degree) + ": ";
       rt::pipeline_trainer tr(g, pp, comm);
       std::vector<float> losses;
@@ -66,7 +45,7 @@ int main(int argc, char** argv) {
       }
       if (pp.degree == 4 && comm.rank() == 0) {  // the p = 4 checkpoint under a local p = 2 plan
         rt::local_world w(2);
-        rt::pipeline_trainer t2(g, pipeline(g, 2, 2, data_parallel(g, 1, 4)), w);
+        rt::pipeline_trainer t2(g, even_pipeline(g, 2, 2, data_parallel(g, 1, 4)), w);
         t2.load(path);
         for (std::size_t i = 0, k = 0; i < g.tensors.size(); ++i)
           if (g.tensors[i].parameter)
@@ -77,10 +56,26 @@ int main(int argc, char** argv) {
                   double(losses[1]), double(losses[2]));
       comm.barrier();
     }
-    std::printf("rank %d: %d failures\n", comm.rank(), failures);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "rank %d: %s\n", comm.rank(), e.what());
-    return 1;
-  }
-  return failures ? 1 : 0;
+    // A stage that throws (stage 2's batch is short) stops the others at once, each
+    // with an error naming it. Last: after an abort the run is over.
+    {
+      const auto pp = even_pipeline(g, 4, 4, data_parallel(g, 1, 4));
+      rt::pipeline_stage st(g, pp, comm);
+      auto good = make_batch(g, 1), bad = good;
+      bad[0].pop_back();
+      const auto t0 = std::chrono::steady_clock::now();
+      std::string msg = "no error";
+      try {
+        st.step(comm.rank() == 2 ? bad : good);
+      } catch (const std::exception& e) {
+        msg = e.what();
+      }
+      const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      expect(msg.find("pipeline stage 2 (ranks 2-2): ") != std::string::npos, "the error names stage 2: " + msg);
+      expect(msg.find(comm.rank() == 2 ? "values; the model expects" : "aborted because rank 2 failed") != std::string::npos,
+             "the error says why: " + msg);
+      expect(waited < 15, "aborted after " + std::to_string(waited) + " s, not at the 30 s timeout");
+      std::printf("rank %d: stage %d stopped after %.3f s: %s\n", comm.rank(), st.stage(), waited, msg.c_str());
+    }
+  });
 }

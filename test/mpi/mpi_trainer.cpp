@@ -1,26 +1,16 @@
 // One plan of the small GPT on 4 MPI processes: the losses and weights after 3 steps
 // equal a 1-device run (within 1e-5) and a 4-thread local run of the same plan (bit for
 // bit); a checkpoint saved under MPI loads into a local 2-device run. Exit 0 = pass.
-#define DOCTEST_CONFIG_IMPLEMENT  // the shared helpers carry doctest checks (unused here)
-#include <tensoropt/runtime/mpi_comm.hpp>
-#include <cstdio>
-#include "../unit/runtime_models.hpp"
+#include "mpi_test.hpp"
 
 using namespace rt_test;
 
 int main(int argc, char** argv) {
-  rt::mpi_session session(&argc, &argv);
-  rt::mpi_comm comm(std::chrono::seconds(30));
-  int failures = 0;
-  auto expect = [&](bool ok, const std::string& what) {
-    if (!ok) {
-      std::fprintf(stderr, "rank %d: FAILED: %s\n", comm.rank(), what.c_str());
-      ++failures;
-    }
-  };
-  try {
+  mpi_test test(&argc, &argv);
+  auto& comm = test.comm;
+  auto expect = [&](bool ok, const std::string& what) { test.expect(ok, what); };
+  return test.run([&] {
     const auto g = to::lower<gpt>();
-    expect(comm.size() == 4, "the test runs on 4 processes");
     // All four processes run on this machine, so each one's local rank (the GPU it
     // would pick) is its world rank.
     expect(comm.local_rank() == comm.rank(), "local rank " + std::to_string(comm.local_rank()) + " of rank " +
@@ -54,11 +44,7 @@ int main(int argc, char** argv) {
         if (g.tensors[i].parameter) expect(t2.parameter(g.tensors[i].name) == params[k++], "checkpoint tensor " + g.tensors[i].name);
       std::remove(path.c_str());
     }
-    std::printf("rank %d: losses %.6f %.6f %.6f, %d failures\n", comm.rank(), double(losses[0]), double(losses[1]),
-                double(losses[2]), failures);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "rank %d: %s\n", comm.rank(), e.what());
-    return 1;
-  }
-  return failures ? 1 : 0;
+    std::printf("rank %d: losses %.6f %.6f %.6f\n", comm.rank(), double(losses[0]), double(losses[1]),
+                double(losses[2]));
+  });
 }

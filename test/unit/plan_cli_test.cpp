@@ -102,3 +102,25 @@ TEST_CASE("--help lists every flag with its range and default") {
   CHECK(h.find("one of fp32, bf16-mixed, bf16, default bf16-mixed") != std::string::npos);
   CHECK(parse({"-h"}).help);
 }
+
+TEST_CASE("--pipeline writes every output; --check-frontier reads a frontier and a problem file") {
+  const auto p = parse({"--pipeline", "--frontier-json", "f.json", "--problem-json", "p.json", "--svg", "f.svg",
+                        "--html", "r.html", "--save-plan", "plan.json"});
+  CHECK(p.pipeline);
+  CHECK(p.problem_json == "p.json");  // no --micro-batches needed: the file holds every partition
+  CHECK(parse({"--strategy", "pp=2", "--micro-batches", "4", "--problem-json", "p.json"}).strategy == "pp=2");
+  for (const char* f : {"--strategy", "--solve"})
+    CHECK_THROWS_WITH_AS(parse({"--pipeline", f, "x"}), doctest::Contains((std::string(f) + " does not apply to it").c_str()),
+                         invalid_argument);
+  const auto c = parse({"--check-frontier", "f.json", "--problem-json", "p.json", "--micro-batches", "2"});
+  CHECK(c.check_frontier == "f.json");
+  CHECK(c.micro_batches == 2);
+  CHECK_THROWS_WITH_AS(parse({"--check-frontier", "f.json"}), doctest::Contains("add --problem-json FILE"),
+                       invalid_argument);
+  for (const char* f : {"--model", "--svg", "--frontier-json", "--solve", "--devices"})
+    CHECK_THROWS_WITH_AS(parse({"--check-frontier", "f.json", "--problem-json", "p.json", f, "4"}),
+                         doctest::Contains((std::string(f) + " does not apply to --check-frontier").c_str()), invalid_argument);
+  CHECK_THROWS_WITH_AS(parse({"--check-frontier", "f.json", "--problem-json", "p.json", "--pipeline"}),
+                       doctest::Contains("--pipeline does not apply to --check-frontier"), invalid_argument);
+  CHECK(plan_cli_usage().find("--check-frontier FILE") != std::string::npos);
+}

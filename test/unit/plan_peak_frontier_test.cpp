@@ -1,8 +1,12 @@
 // The planner's frontier held against the runtime peak (plan/peak_frontier.hpp): every
-// point carries its replayed peak, the points kept are exactly the additive frontier's
-// points not dominated under (peak, time), and budget queries, plans, reports and the
-// frontier file use the peak.
+// point carries its replayed peak; without the bound search the points kept are exactly
+// the additive frontier's points not dominated under (peak, time); with it (the default
+// on these models) every plan of the additive frontier and of the exact (bound, time)
+// frontier is matched by a reported plan as fast with a peak at most its peak / bound,
+// and no budget pick is slower than the additive filter's; budget queries, plans,
+// reports and the frontier file use the peak.
 #include <doctest/doctest.h>
+#include <tensoropt/plan/peak_search.hpp>
 #include <tensoropt/plan/planner.hpp>
 #include <cmath>
 #include "runtime_model_types.hpp"
@@ -40,12 +44,14 @@ void check_model(const char* name, int devices) {
   s.po.runtime_peak = false;
   const auto additive = to::plan_frontier(s.g, s.cl, s.po);
   s.po.runtime_peak = true;
+  s.po.peak_search.enabled = false;
   const auto pf = to::plan_frontier(s.g, s.cl, s.po);
   INFO(name << " on " << devices << " devices");
   REQUIRE(!additive.empty());
   REQUIRE(!pf.empty());
   CHECK(additive.memory_note.find("additive") != std::string::npos);
   CHECK(pf.memory_note.find("runtime peak") != std::string::npos);
+  CHECK(pf.memory_note.find("the search optimized the additive memory, not the peak") != std::string::npos);
   std::vector<double> peak;
   for (std::size_t i = 0; i < additive.size(); ++i) {
     CHECK(additive.points[i].peak == 0);
@@ -89,6 +95,85 @@ void check_model(const char* name, int devices) {
 }
 }  // namespace
 
+namespace {
+/// With the bound search: the guarantees of the file comment, against independent searches.
+template <class M>
+void check_bound_model(const char* name, int devices) {
+  auto s = make<M>(devices);
+  s.po.peak_search.enabled = false;
+  const auto filtered = to::plan_frontier(s.g, s.cl, s.po);
+  s.po.peak_search.enabled = true;
+  const auto pf = to::plan_frontier(s.g, s.cl, s.po);
+  INFO(std::string(name) << " on " << devices << " devices");
+  REQUIRE(!pf.empty());
+  CHECK(pf.memory_note.find("the search optimized exactly an upper bound of the peak") != std::string::npos);
+  for (std::size_t i = 0; i < pf.size(); ++i) {
+    const auto& q = pf.points[i];
+    const auto& b = pf.problem_of(i);
+    CHECK(to::cost_of(b.prob, q.choice).memory == q.memory);  // memory: the strategy's additive memory
+    CHECK(to::cost_of(b.prob, q.choice).time == q.time);
+    CHECK(double(q.peak) == std::ceil(to::point_peak(pf, i).peak()));
+    CHECK(q.micro_batches == int(b.options.micro_batches));
+    if (i > 0) {
+      CHECK(q.peak > pf.points[i - 1].peak);
+      CHECK(q.time < pf.points[i - 1].time);
+    }
+  }
+  auto covered = [&](to::cost_t time, double memory) {
+    for (auto& q : pf.points)
+      if (q.time <= time && double(q.peak) <= memory) return true;
+    return false;
+  };
+  for (auto& q : filtered.points) CHECK(covered(q.time, double(q.peak)));  // never worse than the filter
+  std::size_t better = 0;
+  for (int k : {1, 2}) {  // the exact (bound, time) frontier, searched here without bucketing
+    auto bo = s.po.build;
+    bo.micro_batches = k;
+    const auto b = to::build_problem(s.g, s.cl, bo);
+    const auto pb = to::make_peak_bound(b);
+    to::peak_search_options o;
+    std::size_t distinct = 0;
+    for (double eps : {0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0})
+      if (to::detail::cap_values(pb, o.epsilon = eps, distinct).size() <= s.po.peak_search.max_caps) break;
+    const auto r = to::solve_peak_bound(pb);
+    for (auto& q : r.points) {
+      INFO("k = " << k << ": bound " << q.memory << ", time " << q.time << ", planner's epsilon " << o.epsilon);
+      CHECK(covered(q.time, (1 + o.epsilon) * double(q.memory)));
+    }
+  }
+  for (auto& q : pf.points) {  // budget picks: as fast as the filter's, often faster
+    const auto mine = pf.fastest_within(to::bytes(double(q.peak)));
+    const auto theirs = filtered.fastest_within(to::bytes(double(q.peak)));
+    REQUIRE(mine.has_value());
+    CHECK(mine->point().time == q.time);
+    if (theirs) {
+      CHECK(q.time <= theirs->point().time);
+      better += q.time < theirs->point().time;
+    } else {
+      ++better;
+    }
+  }
+  MESSAGE(std::string(name), " on ", devices, " devices: ", pf.size(), " points (", filtered.size(),
+          " from the filter alone); ", better, " budgets get a faster plan");
+}
+}  // namespace
+
+TEST_CASE("the bound search: every additive and every (bound, time) frontier plan is matched, no pick is slower") {
+  check_bound_model<rt_test::mlp_of<16>>("mlp", 4);
+  check_bound_model<rt_test::gpt_of<16>>("gpt", 3);
+  check_bound_model<rt_test::gpt_of<16>>("gpt", 2);
+  check_bound_model<rt_test::moe_of<16>>("moe", 2);
+  check_bound_model<rt_test::cnn_of<16>>("cnn", 3);
+}
+
+TEST_CASE("the bound search is gated off on large problems, and the note says so") {
+  auto s = make<rt_test::gpt_of<16>>(2);
+  s.po.peak_search.max_cells = 100;
+  const auto pf = to::plan_frontier(s.g, s.cl, s.po);
+  CHECK(pf.memory_note.find("the search optimized the additive memory, not the peak (the bound search was not "
+                            "affordable here)") != std::string::npos);
+}
+
 TEST_CASE("the planner's points carry their runtime peak and are the (peak, time) non-dominated ones") {
   check_model<rt_test::mlp_of<16>>("mlp", 4);
   check_model<rt_test::gpt_of<16>>("gpt", 4);
@@ -123,6 +208,7 @@ TEST_CASE("the report shows the peak and the additive memory; the frontier file 
   bool differs = false;
   for (std::size_t i = 0; i < pf.size(); ++i) {
     CHECK(r.points[i].memory == double(pf.points[i].peak));
+    CHECK(pf.points[i].peak <= to::bound_of(to::make_peak_bound(pf.problem_of(i)), pf.points[i].choice).bound());
     if (pf.points[i].peak != pf.points[i].memory) {
       CHECK(r.points[i].additive == double(pf.points[i].memory));
       differs = true;
@@ -132,7 +218,7 @@ TEST_CASE("the report shows the peak and the additive memory; the frontier file 
   const std::string table = to::format_table(r);
   CHECK(table.find("peak/dev") != std::string::npos);
   CHECK(table.find("additive") != std::string::npos);
-  CHECK(r.notes.find("the search optimized the additive memory, not the peak") != std::string::npos);
+  CHECK(r.notes.find("the search optimized exactly an upper bound of the peak") != std::string::npos);
   std::size_t rows = 0;
   for (std::size_t at = table.find("    #"); at < table.size();) {  // the header and the rows keep 80 columns
     const std::size_t end = std::min(table.find('\n', at), table.size());
@@ -141,6 +227,7 @@ TEST_CASE("the report shows the peak and the additive memory; the frontier file 
     at = end + 1;
   }
   CHECK(rows >= 3);
+  CHECK(to::read_frontier_json(to::write_frontier_json(pf.searched)) == pf.searched);  // sorted by memory, not peak
   const auto back = to::read_frontier_json(to::write_frontier_json(pf.points));
   REQUIRE(back.size() == pf.size());
   for (std::size_t i = 0; i < back.size(); ++i) {

@@ -199,3 +199,51 @@ TEST_CASE("a predicted MFU gets its own column, still within 80 columns") {
   CHECK(h.find(">MFU</th>") != std::string::npos);
   CHECK(h.find("<td>50.0 %</td>") != std::string::npos);
 }
+
+TEST_CASE("pipeline stages: a pp column, markers coloured by degree with a legend entry each, stages in the HTML") {
+  auto r = sample(6, 0.5);
+  r.display_tolerance = 0;
+  CHECK(!has_stages(r));
+  CHECK(format_table(r).find(" pp ") == std::string::npos);  // no stages: no column
+  CHECK(to_svg(r).find("data-pp") == std::string::npos);
+  for (std::size_t i = 0; i < r.points.size(); ++i) {
+    auto& p = r.points[i];
+    p.pipeline_degree = i < 2 ? 1 : i < 4 ? 2 : 4;
+    if (p.pipeline_degree == 2) p.stage_begin = {0, 2};
+    if (p.pipeline_degree == 4) p.stage_begin = {0, 1, 2, 3};
+  }
+  r.points[3].stage_begin = {0, 1};  // the same degree, another cut
+  REQUIRE(has_stages(r));
+  const auto t = format_table(r);
+  CHECK(t.find("   k   pp  ") != std::string::npos);
+  std::istringstream in(t);
+  for (std::string line; std::getline(in, line);) CHECK(line.size() <= 80);
+  CHECK(t.find("   3    2  ") != std::string::npos);  // point 2: k 3, then pp 2
+  CHECK(describe_change(r, 2, 3).find("stages cut elsewhere") != std::string::npos);
+  const auto svg = to_svg(r);
+  CHECK(count(svg, "data-pp=\"1\"") == 2);
+  CHECK(count(svg, "data-pp=\"2\"") == 2);
+  CHECK(count(svg, "data-pp=\"4\"") == 2);
+  CHECK(svg.find(">no pipeline (pp 1): 2 plans<") != std::string::npos);
+  CHECK(svg.find(">pp 2: 2 plans<") != std::string::npos);
+  CHECK(svg.find(">pp 4: 2 plans<") != std::string::npos);
+  const auto h = to_html(r);
+  CHECK(h.find("<th title=\"pipeline degree\">pp</th>") != std::string::npos);
+  CHECK(h.find(">ops 0, 1, 2, 3</span>") != std::string::npos);
+  // the panel's data: degree and stages with their first and last op
+  CHECK(h.find("\"p\":4,\"st\":[[0,1,\"embed\",\"embed\"],[1,2,\"layers.0.mlp.fc1\",\"layers.0.mlp.fc1\"]") !=
+        std::string::npos);
+  CHECK(h.find("pipeline stages (1F1B over") != std::string::npos);
+}
+
+TEST_CASE("past eight baselines the plot draws the fastest that fit and counts the rest") {
+  auto r = sample(6, 0.5);
+  r.baselines.clear();
+  for (int i = 0; i < 12; ++i)
+    r.baselines.push_back({"pp " + std::to_string(i + 1) + " x tp 1", 1.0 + i, (i % 3 ? 2 : 90) * gib, true, ""});
+  const auto svg = to_svg(r);
+  CHECK(svg.find(">4 more baselines (slower or not fitting)<") != std::string::npos);
+  CHECK(svg.find(">pp 2 x tp 1<") != std::string::npos);   // fits, fast
+  CHECK(svg.find(">pp 1 x tp 1<") == std::string::npos);   // 90 GiB does not fit 80
+  CHECK(to_html(r).find(">pp 1 x tp 1<") != std::string::npos);  // the HTML lists every one
+}

@@ -1,6 +1,6 @@
 // Training runs: a resumed run gives the losses of an uninterrupted one, and plan
 // files are refused for another device count or a precision the CPU backend does
-// not run.
+// not run; a plan file with pipeline stages loads as a pipeline plan.
 #include <doctest/doctest.h>
 #include <tensoropt/models/model_spec.hpp>
 #include "runtime_models.hpp"
@@ -128,5 +128,43 @@ TEST_CASE("plan files: chosen, saved, loaded and refused for the wrong devices o
   // No plan within a tiny budget: the message names the least memory.
   CHECK_THROWS_WITH_AS((void)rt::choose_training_plan(g, cl, fp32_options(), to::bytes(1)),
                        doctest::Contains("the least memory is"), to::infeasible);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("plan files with pipeline stages: loaded as pipeline plans, refused as one-stage plans") {
+  const to::models::gpt_config tiny{.layers = 4, .hidden = 64, .heads = 4, .seq = 32, .vocab = 64, .batch = 8,
+                                    .dropout = 0.0};
+  const auto kind = to::models::transformer_kind::gpt;
+  const auto g = to::models::lower_transformer(tiny, kind);
+  const std::string spec = to::models::to_spec(tiny, kind);
+  const auto cl = to::cluster::single_node(4);
+  to::pipeline_point q;
+  q.plan = to::plan_from_spec(g, cl.mesh, to::parse_strategy_spec("pp=2,dp=2"), 4);
+  q.time = 1000;
+  q.memory = 4096;
+  REQUIRE(q.plan.degree == 2);
+  const auto bo = fp32_options().build;
+  const std::string path = temp_path("pipeline_plan.json");
+  {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    REQUIRE(f);
+    const auto text = to::write_plan_json(to::make_pipeline_plan_file(g, cl, bo, q, spec));
+    std::fwrite(text.data(), 1, text.size(), f);
+    std::fclose(f);
+  }
+  const auto f = to::load_plan_file(path);
+  CHECK_THROWS_WITH_AS((void)rt::load_training_plan(f, g, 4, spec), doctest::Contains("2 pipeline stages"),
+                       to::invalid_argument);
+  const auto pp = rt::load_pipeline_plan(f, g, 4, spec);
+  CHECK(pp.degree == 2);
+  CHECK(pp.stage_begin == q.plan.stage_begin);
+  CHECK(pp.configs == q.plan.configs);
+  CHECK(pp.micro_batches == 4);
+  const auto chosen = rt::choose_training_plan(g, cl, fp32_options(), std::nullopt, path, spec);
+  CHECK(chosen.pipeline.degree == 2);
+  CHECK(chosen.pipeline.configs == q.plan.configs);
+  CHECK(chosen.source == "plan file " + path);
+  CHECK_THROWS_WITH_AS((void)rt::load_pipeline_plan(f, g, 2, spec), doctest::Contains("this run has 2"),
+                       to::invalid_argument);
   std::remove(path.c_str());
 }

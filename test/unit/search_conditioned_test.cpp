@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <random>
 #include <tensoropt/search/solve.hpp>
+#include "random_problem.hpp"
 
 namespace to = tensoropt;
 
@@ -20,35 +21,11 @@ std::vector<cost_pair> cell_costs(const to::conditioned_frontier& f, std::size_t
   return out;
 }
 
-// A random connected problem: a chain plus random extra edges; configs of some nodes share
-// their edge rows (so that grouping has something to group).
-to::problem random_problem(std::mt19937_64& rng, int n) {
-  auto uni = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
-  to::problem p;
-  for (int v = 0; v < n; ++v) {
-    to::problem_node nd{"n" + std::to_string(v), {}};
-    const int m = int(uni(1, 4));
-    for (int c = 0; c < m; ++c) nd.configs.push_back({"c", uni(0, 1000), uni(0, 1000)});
-    p.nodes.push_back(std::move(nd));
-  }
-  auto edge = [&](int a, int b) {
-    to::problem_edge e{a, b, {}, {}};
-    const std::size_t ra = p.nodes[std::size_t(a)].configs.size(), cb = p.nodes[std::size_t(b)].configs.size();
-    for (std::size_t i = 0; i < ra; ++i)
-      for (std::size_t j = 0; j < cb; ++j) {
-        // rows of config pairs (0, 1) are often equal: groupable configs
-        const bool copy = i == 1 && uni(0, 1) == 0;
-        e.time.push_back(copy ? e.time[j] : uni(0, 1000));
-        e.memory.push_back(copy ? e.memory[j] : (uni(0, 2) ? 0 : uni(0, 1000)));
-      }
-    p.edges.push_back(std::move(e));
-  };
-  for (int v = 1; v < n; ++v) edge(v - 1, v);
-  for (int k = 0; k < n / 2; ++k) {
-    const int a = int(uni(0, n - 1)), b = int(uni(0, n - 1));
-    if (a != b) edge(std::min(a, b), std::max(a, b));
-  }
-  return p;
+// A random connected problem (a DAG over a chain, or a series-parallel graph) whose costs
+// are up to 1000; configs of some nodes share their edge rows, so that grouping has
+// something to group (rand_problem::random_problem).
+to::problem random_problem(std::mt19937_64& rng, int n, int kind = rand_problem::shape_kind::dag) {
+  return rand_problem::random_problem(rng, kind, n, 4, true, 1000, 1000);
 }
 
 }  // namespace
@@ -59,7 +36,7 @@ TEST_CASE("wanted cells of a conditioned frontier equal the full table's; the ot
   for (int it = 0; it < 400; ++it) {
     CAPTURE(it);
     const int n = 3 + int(rng() % 6);
-    const auto p = random_problem(rng, n);
+    const auto p = random_problem(rng, n, it % 2 ? rand_problem::shape_kind::dag : rand_problem::shape_kind::series_parallel);
     std::vector<int> keep;
     const int kept = 2 + int(rng() % 2);
     while (int(keep.size()) < kept) {

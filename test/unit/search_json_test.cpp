@@ -194,3 +194,67 @@ TEST_CASE("frontier JSON: malformed files are rejected") {
   CHECK_THROWS_WITH_AS(to::check_frontier(p, bad), doctest::Contains("points[0].choice[1]: config 7 does not exist"),
                        to::format_error);
 }
+
+TEST_CASE("frontier JSON versions: /2 is written, /1 (with or without peak) still reads, others are refused") {
+  const auto p = to::read_problem_json(good);
+  auto pts = to::label_points(p, to::solve(p), 1);
+  REQUIRE(pts.size() >= 2);
+  pts[0].peak = pts[0].memory + 17;
+  const std::string text = to::write_frontier_json(pts);
+  CHECK(text.rfind("{\"format\": \"tensoropt-frontier/2\"", 0) == 0);
+  CHECK(to::read_frontier_json(text) == pts);
+  // the same points as a /1 file: read unchanged, "peak" included
+  json v1 = json::parse(text);
+  v1["format"] = "tensoropt-frontier/1";
+  CHECK(to::frontier_from_json(v1) == pts);
+  v1["points"][0].erase("peak");
+  CHECK(to::frontier_from_json(v1)[0].peak == 0);
+  // a /1 file cannot hold a pipeline point: "pipeline" there is not read, choice is still required
+  v1["points"][1]["pipeline"] = json::object();
+  CHECK(to::frontier_from_json(v1)[1] == pts[1]);
+  for (const char* f : {"tensoropt-frontier/3", "tensoropt-frontier/0", "tensoropt-frontier"}) {
+    json j = json::parse(text);
+    j["format"] = f;
+    CHECK_THROWS_WITH_AS(to::frontier_entries_from_json(j),
+                         doctest::Contains("format: expected \"tensoropt-frontier/1\" or \"tensoropt-frontier/2\", got"),
+                         to::format_error);
+  }
+}
+
+TEST_CASE("frontier JSON /2: pipeline points round-trip; the one-problem reader refuses them") {
+  const auto p = to::read_problem_json(good);
+  const auto pts = to::label_points(p, to::solve(p), 1);
+  REQUIRE(pts.size() >= 2);
+  auto entries = to::entries_of(pts);
+  to::stage_choices st;
+  st.degree = 2;
+  st.partition = 3;
+  st.stage_begin = {0, 5};
+  st.choice = {{0, 1}, {2}};
+  st.labels = {{"a \"0\"", "b"}, {"c"}};
+  entries[1].point.choice.clear();
+  entries[1].point.labels.clear();
+  entries[1].point.micro_batches = 4;
+  entries[1].stages = st;
+  const std::string text = to::write_frontier_json(entries);
+  CHECK(to::read_frontier_entries(text) == entries);
+  CHECK_THROWS_WITH_AS(to::read_frontier_json(text), doctest::Contains("points[1]: a pipeline point"), to::format_error);
+  const json base = json::parse(text);
+  auto expect = [&](auto edit, const char* message) {
+    json j = base;
+    edit(j);
+    CAPTURE(message);
+    CHECK_THROWS_WITH_AS(to::frontier_entries_from_json(j), doctest::Contains(message), to::format_error);
+  };
+  expect([](json& j) { j["points"][1]["choice"] = json::array(); }, "points[1]: a point has either");
+  expect([](json& j) { j["points"][1]["pipeline"]["stage_begin"].push_back(9); },
+         "points[1].pipeline.stage_begin: expected 2 entries");
+  expect([](json& j) { j["points"][1]["pipeline"]["stages"].erase(0); }, "points[1].pipeline.stages: expected 2 entries");
+  expect([](json& j) { j["points"][1]["pipeline"]["stages"][1]["labels"].push_back("x"); },
+         "points[1].pipeline.stages[1].labels: expected 1 labels");
+  expect([](json& j) { j["points"][1]["pipeline"]["stages"][0]["choice"][1] = -2; },
+         "points[1].pipeline.stages[0].choice[1]: expected a config index");
+  expect([](json& j) { j["points"][1]["pipeline"]["degree"] = 0; }, "points[1].pipeline.degree: expected an integer >= 1");
+  expect([](json& j) { j["points"][1]["pipeline"].erase("partition"); }, "points[1].pipeline.partition: missing field");
+  expect([](json& j) { j["points"][0].erase("choice"); }, "points[0].choice: missing field");
+}

@@ -3,35 +3,17 @@
 #include <cstdint>
 #include <random>
 #include <tensoropt/search/solve.hpp>
+#include "random_problem.hpp"
 
 namespace to = tensoropt;
 
 namespace {
 
+// A random connected problem (a DAG over a chain: every node after the first has an edge
+// from an earlier one) with costs up to 1000, and a memory offset up to 500 when asked.
 to::problem random_problem(std::mt19937_64& rng, int n, bool offset) {
-  auto uni = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
-  to::problem p;
-  p.memory_offset = offset ? uni(0, 500) : 0;
-  for (int v = 0; v < n; ++v) {
-    to::problem_node nd{"n" + std::to_string(v), {}};
-    const int m = int(uni(1, 4));
-    for (int c = 0; c < m; ++c) nd.configs.push_back({"c", uni(0, 1000), uni(0, 1000)});
-    p.nodes.push_back(std::move(nd));
-  }
-  auto edge = [&](int a, int b) {
-    to::problem_edge e{a, b, {}, {}};
-    const std::size_t k = p.nodes[std::size_t(a)].configs.size() * p.nodes[std::size_t(b)].configs.size();
-    for (std::size_t i = 0; i < k; ++i) {
-      e.time.push_back(uni(0, 1000));
-      e.memory.push_back(uni(0, 2) ? 0 : uni(0, 1000));
-    }
-    p.edges.push_back(std::move(e));
-  };
-  for (int v = 1; v < n; ++v) edge(v - 1, v);
-  for (int k = 0; k < n / 2; ++k) {
-    const int a = int(uni(0, n - 1)), b = int(uni(0, n - 1));
-    if (a != b) edge(std::min(a, b), std::max(a, b));
-  }
+  auto p = rand_problem::random_problem(rng, rand_problem::shape_kind::dag, n, 4, true, 1000, 1000);
+  p.memory_offset = offset ? std::int64_t(rng() % 501) : 0;
   return p;
 }
 

@@ -11,11 +11,6 @@ using namespace rand_problem;
 
 namespace {
 
-struct cost_pair {
-  std::int64_t time, memory;
-  bool operator==(const cost_pair&) const = default;
-};
-
 // Brute force: every strategy, costed with cost_of, then the Pareto staircase.
 std::vector<cost_pair> brute_force(const to::problem& p) {
   std::vector<int> choice(p.nodes.size(), 0);

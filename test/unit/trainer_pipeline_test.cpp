@@ -207,3 +207,41 @@ TEST_CASE("pipeline: a checkpoint of another model is refused, naming a stage") 
   CHECK_THROWS_WITH_AS(tr.load(path), doctest::Contains("pipeline stage "), to::format_error);
   std::remove(path.c_str());
 }
+
+TEST_CASE("pipeline: stage edges send each device's share, in the plan's received layout") {
+  const auto g = to::lower<gpt>();
+  const auto cuts = to::cut_points(g);
+  REQUIRE(!cuts.empty());
+  const std::size_t cut = cuts[cuts.size() / 2];
+  const auto ref = run_reference(g, 2, 3);
+  for (const auto& inner : {data_parallel(g, 2, 2), tensor_parallel(g, 2), random_plan(g, 2, 17, 2)}) {
+    auto tp = inner;
+    tp.micro_batches = 2;
+    auto pp = pipeline(g, 4, 2, tp, {0, cut});
+    const auto mg = to::with_batch(g, g.batch / pp.micro_batches);
+    const auto x = rt::crossings_of(mg, pp, 1);
+    REQUIRE(x.in.size() == 1);
+    const auto& t = mg.tensors[std::size_t(x.in[0].tensor)];
+    // the 2 members each send a distinct half: S / d floats, as the cost model charges
+    for (int r = 0; r < 2; ++r) CHECK(x.in[0].wire.box[std::size_t(r)].size(t.rank) * 2 == t.size());
+    CHECK(x.in[0].wire.box[0] != x.in[0].wire.box[1]);
+    CHECK(rt::crossings_of(mg, pp, 0).out.size() == 1);
+    check_same(g, ref, run_pipeline(g, pp, 3), "cut at op " + std::to_string(cut));
+    // a received layout from the plan: split on the last axis (hidden), whatever the reader wants
+    const auto in = to::stage_graph(mg, cut, mg.ops.size()).graph.ops[0];
+    to::op_config rc;
+    rc.degree[1][in.dims.size() - 1] = 2;
+    pp.receive_configs = {rc};
+    const auto y = rt::crossings_of(mg, pp, 1);
+    CHECK(y.in[0].recv.box[0].len[std::size_t(t.rank - 1)] == t.extents[std::size_t(t.rank - 1)] / 2);
+    check_same(g, ref, run_pipeline(g, pp, 3), "received split on the hidden axis");
+  }
+  auto pp = pipeline(g, 4, 2, data_parallel(g, 2, 2), {0, cut});
+  to::op_config bad;
+  bad.degree[1][0] = 4;  // 4 ways on a 2-device stage
+  pp.receive_configs = {bad};
+  rt::local_world world(4);
+  CHECK_THROWS_WITH_AS(rt::pipeline_trainer(g, pp, world),
+                       doctest::Contains("the receive config of pipeline stage 1 does not fit its input"),
+                       to::invalid_argument);
+}

@@ -36,6 +36,7 @@ struct plan_cli {
   std::vector<long> device_counts;
   std::optional<double> time_target;    ///< seconds, with --device-counts
   std::string frontier_json, problem_json, solve, svg, html;
+  std::string check_frontier;           ///< check this frontier file against --problem-json
   std::string save_plan;                ///< write the chosen plan (tensoropt-plan/1)
   std::string strategy;                 ///< evaluate this SPEC instead of searching
   bool pipeline = false;                ///< search pipeline stages too (plan/pipeline_planner.hpp)
@@ -78,17 +79,26 @@ struct reflection<plan_cli> {
           .range(1, 1 << 20).meta("LIST"),
       field("time-target", &c::time_target, "with --device-counts: fewest devices within S s/iteration")
           .range_open_lo(0, 1e12).meta("S"),
-      field("frontier-json", &c::frontier_json, "write the frontier, tensoropt-frontier/1").meta("FILE"),
-      field("problem-json", &c::problem_json, "write the problem, tensoropt-problem/1; needs --micro-batches")
+      field("frontier-json", &c::frontier_json, "write the frontier, tensoropt-frontier/2 (every point; with stages "
+                                                "under --pipeline or --strategy pp=P)").meta("FILE"),
+      field("problem-json", &c::problem_json, "write the problem, tensoropt-problem/1 (needs --micro-batches), or with "
+                                              "--pipeline or --strategy pp=P the stage problems, "
+                                              "tensoropt-pipeline-problem/1; with --check-frontier: the file to read")
           .meta("FILE"),
       field("save-plan", &c::save_plan, "write the chosen plan, tensoropt-plan/1: the fastest within "
                                         "--memory-budget, else the fastest that fits the device").meta("FILE"),
       field("strategy", &c::strategy, "evaluate one plan instead of searching: pp=..,dp=..,tp=..,sp=0|1,"
                                       "recompute=none|selective|full,zero=0|1 (dp default: devices / (tp pp))")
           .meta("SPEC"),
-      field("pipeline", &c::pipeline, "search pipeline stages too: every legal pipeline degree, balanced stages, "
-                                      "1F1B; with the Megatron 3D baselines; --save-plan writes tensoropt-plan/2"),
-      field("solve", &c::solve, "read a tensoropt-problem/1 file instead of a model").meta("FILE"),
+      field("pipeline", &c::pipeline, "search pipeline stages too: every legal pipeline degree, every split at "
+                                      "cut points (balanced stages past 24 cut points), 1F1B; with the Megatron 3D baselines; --save-plan writes tensoropt-plan/2, "
+                                      "--frontier-json and --problem-json the stages"),
+      field("check-frontier", &c::check_frontier, "re-cost every point of a frontier file from the problem file "
+                                                  "--problem-json names (tensoropt-problem/1 or "
+                                                  "tensoropt-pipeline-problem/1); fails on the first that differs")
+          .meta("FILE"),
+      field("solve", &c::solve, "read a tensoropt-problem/1 file (or a tensoropt-pipeline-problem/1 file: the "
+                                "frontier over its partitions) instead of a model").meta("FILE"),
       field("svg", &c::svg, "plot of the frontier").meta("FILE"),
       field("html", &c::html, "report of the frontier").meta("FILE"),
       field("all-points", &c::all_points, "show every frontier point in the table, plot and HTML; default: a "
@@ -120,7 +130,16 @@ inline plan_cli parse_plan_cli(int argc, const char* const* argv) {
   if (g.has("time-target") && !g.has("device-counts"))
     throw invalid_argument("--time-target picks the fewest devices among --device-counts: add --device-counts "
                            "LIST (e.g. 1,2,4,8)");
-  if (!c.problem_json.empty() && !c.micro_batches && c.solve.empty() && c.strategy.empty())
+  if (!c.check_frontier.empty()) {
+    if (c.problem_json.empty())
+      throw invalid_argument("--check-frontier re-costs each point from a problem file: add --problem-json FILE");
+    for (const auto& f : g.names)
+      if (f != "check-frontier" && f != "problem-json" && f != "micro-batches" && f != "quiet")
+        throw invalid_argument("--" + f + " does not apply to --check-frontier, which reads a frontier and a problem "
+                               "file: drop --" + f);
+    return c;
+  }
+  if (!c.problem_json.empty() && !c.micro_batches && c.solve.empty() && c.strategy.empty() && !c.pipeline)
     throw invalid_argument("--problem-json writes one problem, which needs one micro-batch count: "
                            "add --micro-batches K (e.g. --micro-batches 1)");
   if (!c.solve.empty()) {
@@ -138,9 +157,9 @@ inline plan_cli parse_plan_cli(int argc, const char* const* argv) {
   if (g.has("save-plan") && g.has("device-counts"))
     throw invalid_argument("--save-plan writes one plan of one cluster; --device-counts plans several: drop one");
   if (g.has("pipeline"))
-    for (std::string_view f : {"strategy", "device-counts", "solve", "frontier-json", "problem-json", "svg", "html"})
+    for (std::string_view f : {"strategy", "device-counts", "solve"})
       if (g.has(f))
-        throw invalid_argument("--pipeline prints the frontier with stages and saves a plan (--save-plan); --" +
+        throw invalid_argument("--pipeline searches the frontier with stages of a model on one cluster; --" +
                                std::string(f) + " does not apply to it: drop one");
   if (g.has("strategy") && g.has("device-counts"))
     throw invalid_argument("--strategy evaluates one plan on one cluster: drop --device-counts (or --strategy)");

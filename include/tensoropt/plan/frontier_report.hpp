@@ -1,5 +1,6 @@
-// The data of a frontier report: its points (with the strategy of each), the baselines
-// placed against it, the chosen plan's per-op rows, and what the reports show of it.
+// The data of a frontier report: its points (with the strategy of each and, for a pipeline
+// plan, its stages), the baselines placed against it, the chosen plan's per-op (or per-stage)
+// rows, and what the reports show of it.
 // plan/report.hpp formats it as a table, report_svg.hpp and report_html.hpp draw it.
 #pragma once
 #include <cstddef>
@@ -37,6 +38,8 @@ struct frontier_report {
     std::string summary;         ///< "dp 4 x tp 2, recompute 12/24 layers"
     double mfu = 0;              ///< predicted model FLOPs utilization (0.3 = 30 %); 0 = not known
     double additive = 0;         ///< the search's additive memory where it differs from `memory`; 0 = same
+    int pipeline_degree = 1;     ///< p: pipeline stages (1: none)
+    std::vector<std::size_t> stage_begin{};  ///< first op (index into op_names) of each stage when p > 1
   };
   std::string model, cluster, precision;
   double samples = 0;          ///< samples (global batch) per iteration
@@ -46,11 +49,19 @@ struct frontier_report {
   std::vector<baseline_result> baselines;
   int chosen = -1;             ///< index into points, or -1
   std::vector<op_row> chosen_ops;
+  std::string chosen_ops_title = "per op";  ///< what the rows of chosen_ops are ("per stage" for a pipeline)
   double search_seconds = 0;
   std::string notes;           ///< e.g. "epsilon 0.01: within 1 % of exact"
   std::vector<std::string> op_names;  ///< name of each op (problem node) the labels refer to; may be empty
   double display_tolerance = default_display_tolerance;  ///< the cover shown; 0 = every point
   std::size_t max_shown = 300;       ///< most rows before the tolerance steps up
 };
+
+/// Whether any point of `r` has pipeline stages (the reports then show each point's degree).
+inline bool has_stages(const frontier_report& r) {
+  for (const auto& p : r.points)
+    if (p.pipeline_degree > 1) return true;
+  return false;
+}
 
 }  // namespace tensoropt

@@ -6,24 +6,32 @@
 // and edges) exactly; the runtime's peak is kept plus a transient working set that is
 // not additive (peak / kept measured 0.75x .. 2.19x over the runtime tests' frontiers).
 // A budget query on `kept` can therefore pick a plan whose runtime peak exceeds the
-// budget. `attach_peaks` replays every point of the planner's union and then:
+// budget. Where it is affordable (exact mode, a micro-batch count whose problem has at most
+// `peak_search_gate::max_cells` configs and edge cells: the runtime tests' models on up to
+// 8 devices hold up to 50,422, gpt3-1.3b on 8 devices 539,222) the
+// planner also searches an upper bound of the peak exactly (plan/peak_bound.hpp:
+// kept' + the largest per-op site term; plan/peak_search.hpp: by enumerating that
+// term's cap, bucketed under a stated epsilon past `max_caps` caps) and adds those
+// plans to the candidates. Then every plan X has a reported plan at least as fast whose
+// peak is at most X's bound (measured 1.08x .. 2.5x X's peak). Large models keep the
+// additive search alone, and the note says so. `attach_peaks` replays every candidate
+// and then:
 //  - sets frontier_point::peak, which budget queries (search/query.hpp,
 //    planned_frontier's fastest_within / no_fit_message) and plan::memory() use;
 //  - drops the points whose peak exceeds the device's memory (the search held the
 //    additive memory to it; a plan whose additive memory is over the device but whose
 //    peak is under it is not found) and the points dominated under (peak, time): a
-//    point is kept iff its peak is below the peak of every faster point kept. What is left is a subset of the additive
-//    staircase whose peaks strictly rise as time falls, so it is a staircase in both
-//    memories at once and every query that assumes sorted points stays correct;
-//  - keeps every point the search returned, with its peak, in `searched` (what
-//    --frontier-json writes: the search's exact additive frontier);
-//  - says how the frontier was computed (`describe`): exact over the additive
-//    memory, then filtered by the replayed peak. This is not the exact (peak, time)
-//    frontier: a plan off the additive frontier can have a lower peak than every
-//    plan on it at the same time.
+//    point is kept iff its peak is below the peak of every faster point kept. What is
+//    left is a staircase in the peak (strictly rising as time falls), so every query
+//    that assumes sorted points stays correct; each point's `memory` stays its
+//    strategy's additive memory;
+//  - keeps every point the additive search returned, with its peak, in `searched`
+//    (what --frontier-json writes: the search's exact additive frontier);
+//  - says how the frontier was computed (`describe`).
 //
 // Cost: one replay per point (linear in ops, with one cost_op per op), run on
-// `threads` threads; the result does not depend on the thread count.
+// `threads` threads; the result does not depend on the thread count. The bound search
+// runs up to `max_caps` restricted searches per micro-batch count where it runs.
 #pragma once
 #include <algorithm>
 #include <atomic>
@@ -32,7 +40,9 @@
 #include <string>
 #include <thread>
 #include <vector>
+#include "../search/frontier_json.hpp"
 #include "memory_peak.hpp"
+#include "peak_search.hpp"
 #include "planned_frontier.hpp"
 
 namespace tensoropt {
@@ -43,31 +53,121 @@ inline memory_peak point_peak(const planned_frontier& pf, std::size_t i) {
   return predicted_peak(b.graph, pf.op_configs(i), b.cl, b.options);
 }
 
+/// When the planner also searches the peak bound (see the file comment).
+struct peak_search_gate {
+  bool enabled = true;
+  std::size_t max_cells = 60000;  ///< a micro-batch count's problem has at most this many configs + edge cells
+  std::size_t max_caps = 24;      ///< restricted searches per count; more caps are bucketed
+};
+
+/// What the bound search did, for the reports.
+struct bound_search_note {
+  std::size_t parts = 0, searched = 0;  ///< micro-batch counts, of them searched over the bound
+  std::size_t candidates = 0, solved = 0;
+  double epsilon = 0;                   ///< the largest cap bucketing used (0: exact)
+};
+
 /// What attach_peaks did, for the reports.
 struct peak_filter {
   std::size_t searched = 0;  ///< points of the additive frontier
-  std::size_t dropped = 0;   ///< dominated under (peak, time)
+  std::size_t dropped = 0;   ///< candidates dominated under (peak, time)
   std::size_t over = 0;      ///< of those, peak above the memory limit
   double ratio_lo = 0, ratio_hi = 0;  ///< peak / additive memory over the searched points
-  /// "the predicted runtime peak per plan (...); the search optimized the additive memory, not the peak, ..."
+  bound_search_note bound{};
+  /// "the predicted runtime peak per plan (...); the search optimized ..."
   std::string describe() const {
-    char b[320];
+    char b[640];
+    if (bound.searched > 0) {
+      char eps[64] = "";
+      if (bound.epsilon > 0) std::snprintf(eps, sizeof eps, " within a factor %.2f (cap buckets)", 1 + bound.epsilon);
+      std::snprintf(b, sizeof b,
+                    "the predicted runtime peak per plan (a replay of the executor's buffers, %.2fx .. %.2fx "
+                    "the additive memory); the search optimized exactly an upper bound of the peak (additive "
+                    "kept' + the largest per-op working set)%s on %zu of %zu micro-batch counts%s, and the additive "
+                    "memory; of %zu candidates, %zu were dropped: dominated under (peak, time), or %zu with a peak "
+                    "above the device",
+                    ratio_lo, ratio_hi, eps, bound.searched, bound.parts,
+                    bound.searched < bound.parts ? " (the others too large: additive memory only, then filtered)" : "",
+                    searched + bound.candidates, dropped, over);
+      return b;
+    }
     std::snprintf(b, sizeof b,
                   "the predicted runtime peak per plan (a replay of the executor's buffers, %.2fx .. %.2fx "
-                  "the additive memory); the search optimized the additive memory, not the peak, and %zu of its "
-                  "%zu points were dropped: dominated under (peak, time), or %zu with a peak above the device",
+                  "the additive memory); the search optimized the additive memory, not the peak (the bound "
+                  "search was not affordable here), and %zu of its %zu points were dropped: dominated under "
+                  "(peak, time), or %zu with a peak above the device",
                   ratio_lo, ratio_hi, dropped, searched, over);
     return b;
   }
 };
 
+/// Whether the bound search runs on `part` (see peak_search_gate).
+inline bool peak_search_affordable(const plan_part& part, const peak_search_gate& gate) {
+  if (!gate.enabled || !part.built || part.mode != search_mode::exact || !part.frontier.exact ||
+      part.frontier.points.empty())
+    return false;
+  std::size_t cells = 0;
+  for (auto& n : part.built->prob.nodes) cells += n.configs.size();
+  for (auto& e : part.built->prob.edges) cells += e.memory.size();
+  return cells <= gate.max_cells;
+}
+
+/// The plans of the exact (bound, time) frontier of every affordable part of `pf` (whose
+/// problem is still held), labelled, with their strategies' additive memory; `part_of`
+/// gets their parts. The bucketing epsilon is the least of 0, 1, 2, 5, 10, 20, 50, 100 %
+/// that leaves at most gate.max_caps caps (100 % when none does).
+inline std::vector<frontier_point> bound_search_points(const planned_frontier& pf, const peak_search_gate& gate,
+                                                       cost_t limit, std::vector<int>& part_of,
+                                                       bound_search_note& note) {
+  std::vector<frontier_point> out;
+  note.parts = pf.parts.size();
+  for (std::size_t pi = 0; pi < pf.parts.size(); ++pi) {
+    const auto& part = pf.parts[pi];
+    if (!peak_search_affordable(part, gate)) continue;
+    const auto pb = make_peak_bound(*part.built);
+    peak_search_options o;
+    for (double eps : {0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0}) {
+      std::size_t distinct = 0;
+      o.epsilon = eps;
+      if (detail::cap_values(pb, eps, distinct).size() <= gate.max_caps) break;
+    }
+    o.solve.memory_limit = limit;
+    auto r = solve_peak_bound(pb, o);
+    ++note.searched;
+    note.solved += r.solved;
+    note.epsilon = std::max(note.epsilon, r.exact ? 0.0 : o.epsilon);
+    frontier_result fr;
+    for (auto& q : r.points) {
+      q.memory = cost_of(part.built->prob, q.choice).memory;
+      fr.points.push_back(std::move(q));
+    }
+    for (auto& q : label_points(part.built->prob, fr, int(part.micro_batches))) {
+      out.push_back(std::move(q));
+      part_of.push_back(int(pi));
+    }
+  }
+  note.candidates = out.size();
+  return out;
+}
+
 /// Sets every point's peak and drops the points of `pf` dominated under (peak, time)
 /// and those whose peak exceeds `limit` bytes (the device; see the file comment).
-/// `threads` = 0: every core.
-inline peak_filter attach_peaks(planned_frontier& pf, std::size_t threads = 0, cost_t limit = max_problem_cost) {
+/// `extra` (with their parts in `extra_part_of`) are further candidates, e.g. from
+/// bound_search_points; `searched` keeps only pf's own points. `threads` = 0: every core.
+inline peak_filter attach_peaks(planned_frontier& pf, std::size_t threads = 0, cost_t limit = max_problem_cost,
+                                std::vector<frontier_point> extra = {}, std::vector<int> extra_part_of = {}) {
   peak_filter f;
+  f.searched = pf.points.size();
+  const std::size_t own = pf.points.size();
+  for (std::size_t i = 0; i < extra.size(); ++i) {  // candidates the additive search already holds are skipped
+    bool dup = false;
+    for (std::size_t j = 0; j < own && !dup; ++j)
+      dup = pf.points[j].micro_batches == extra[i].micro_batches && pf.points[j].choice == extra[i].choice;
+    if (dup) continue;
+    pf.points.push_back(std::move(extra[i]));
+    pf.part_of.push_back(extra_part_of.at(i));
+  }
   const std::size_t n = pf.points.size();
-  f.searched = n;
   if (n == 0) return f;
   std::vector<double> peak(n, 0.0);
   std::atomic<std::size_t> next{0};
@@ -88,20 +188,29 @@ inline peak_filter attach_peaks(planned_frontier& pf, std::size_t threads = 0, c
     f.ratio_lo = std::min(f.ratio_lo, r);
     f.ratio_hi = std::max(f.ratio_hi, r);
   }
-  pf.searched = pf.points;  // every point the search returned, with its peak (--frontier-json)
-  // points are sorted by time strictly descending: walk from the fastest
+  pf.searched.assign(pf.points.begin(), pf.points.begin() + std::ptrdiff_t(own));  // what --frontier-json writes
+  // walk from the fastest (time descending; of equal times the least peak last, so it is met first)
+  std::vector<std::size_t> order(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const auto& x = pf.points[a];
+    const auto& y = pf.points[b];
+    return x.time != y.time ? x.time > y.time : x.peak > y.peak;
+  });
   std::vector<bool> keep(n, false);
   cost_t best = max_problem_cost;
-  for (std::size_t i = n; i-- > 0;)
-    if (pf.points[i].peak > limit)
+  for (std::size_t i = n; i-- > 0;) {
+    const auto& q = pf.points[order[i]];
+    if (q.peak > limit)
       ++f.over;
-    else if (pf.points[i].peak < best) {
-      keep[i] = true;
-      best = pf.points[i].peak;
+    else if (q.peak < best) {
+      keep[order[i]] = true;
+      best = q.peak;
     }
+  }
   std::vector<frontier_point> pts;
   std::vector<int> part_of;
-  for (std::size_t i = 0; i < n; ++i)
+  for (std::size_t i : order)
     if (keep[i]) {
       pts.push_back(std::move(pf.points[i]));
       if (i < pf.part_of.size()) part_of.push_back(pf.part_of[i]);

@@ -56,7 +56,7 @@ struct planned_frontier {
   cluster cl;
   build_options build;                  ///< precision, reserve and config bounds it was planned with
   std::vector<plan_part> parts;
-  std::vector<frontier_point> points;   ///< memory ascending, time strictly descending
+  std::vector<frontier_point> points;   ///< budget_memory (the peak where set) ascending, time strictly descending
   /// Every point the search returned (the union over k, before the runtime-peak
   /// filter of peak_frontier.hpp, with their peaks): what --frontier-json writes, so
   /// an outside tool re-solving the problem finds the same points. Empty when no

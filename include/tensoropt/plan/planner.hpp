@@ -40,6 +40,7 @@
 #include <vector>
 #include "../cost/op_cost.hpp"
 #include "../search/frontier_json.hpp"
+#include "../search/repeated_exact.hpp"
 #include "../search/solve.hpp"
 #include "baselines.hpp"
 #include "build_problem.hpp"
@@ -67,6 +68,8 @@ struct planner_options {
   /// Replay each point's runtime peak and keep the plans not dominated under (peak, time)
   /// (plan/peak_frontier.hpp); false: report the additive frontier as searched.
   bool runtime_peak = true;
+  /// With runtime_peak: where the peak bound is also searched exactly (plan/peak_frontier.hpp).
+  peak_search_gate peak_search{};
   /// Progress lines ("k=4: 312 configs ... solved in 0.21 s"); empty: silent.
   std::function<void(const std::string&)> progress;
 };
@@ -268,6 +271,8 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
               return published_before(pos);
             };
           part.frontier = solve_repeated(built->prob, mc.block, so, rbd);
+        } else if (so.epsilon == 0 && !mc.block.instances.empty() && check_repeated(built->prob, mc.block).empty()) {
+          part.frontier = solve_repeated_exact(built->prob, mc.block, so);  // exact, identical layers folded once
         } else {
           part.frontier = solve(built->prob, so, report);
         }
@@ -292,7 +297,8 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
           for (std::size_t p = 0; p < pf.parts.size(); ++p)
             if (pf.parts[p].micro_batches == e.micro_batches) used[p] = true;
         for (std::size_t p = 0; p < pf.parts.size(); ++p)
-          if (!used[p]) pf.parts[p].built.reset();
+          if (!used[p] && !(opt.runtime_peak && peak_search_affordable(pf.parts[p], opt.peak_search)))
+            pf.parts[p].built.reset();
       } catch (...) {
         publish(pos, {});
         std::lock_guard lock(mu);
@@ -355,8 +361,14 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
   for (auto& e : pf.points)
     for (std::size_t p = 0; p < pf.parts.size(); ++p)
       if (pf.parts[p].micro_batches == e.micro_batches) pf.part_of.push_back(int(p));
-  if (opt.runtime_peak)
-    pf.memory_note = attach_peaks(pf, hw, opt.solve.memory_limit).describe();
+  if (opt.runtime_peak) {
+    std::vector<int> extra_part;
+    bound_search_note bn;
+    auto extra = bound_search_points(pf, opt.peak_search, opt.solve.memory_limit, extra_part, bn);
+    auto f = attach_peaks(pf, hw, opt.solve.memory_limit, std::move(extra), std::move(extra_part));
+    f.bound = bn;
+    pf.memory_note = f.describe();
+  }
   else
     pf.memory_note = "the additive memory the search optimized (not the runtime peak)";
   pf.search_seconds = detail::seconds_since(t0);

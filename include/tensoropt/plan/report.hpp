@@ -22,7 +22,9 @@
 // two of the 24 fc1 ops stop recomputing; "embed h4 -> h2 f2" is a new split of one op.
 // Config labels read: a dim name and its degree ("b4" = batch split 4 ways, "h2 f2"),
 // "r4" = replicated 4 ways, "| rc" = recomputed in backward, "| zo" = optimizer state
-// sharded over the op's replicas.
+// sharded over the op's replicas. With pipeline stages (plan/pipeline_report.hpp) the
+// table has a pp column, the main split names the degree ("pp 2 x tp 4"), and a row whose
+// degree stays but whose stages start elsewhere says "stages cut elsewhere".
 #pragma once
 #include <algorithm>
 #include <cctype>
@@ -131,6 +133,7 @@ inline std::string describe_change(const frontier_report& r, std::size_t from, s
   };
   const std::string ma = main_split(a.summary), mb = main_split(b.summary);
   if (ma != mb && !ma.empty() && !mb.empty()) parts.push_back(ma + arrow + mb);
+  else if (a.pipeline_degree == b.pipeline_degree && a.stage_begin != b.stage_begin) parts.push_back("stages cut elsewhere");
   if (a.labels.size() == b.labels.size()) {
     auto name = [&](std::size_t i) { return i < r.op_names.size() ? r.op_names[i] : "node " + std::to_string(i); };
     std::map<std::string, std::size_t> copies;  // ops per generic name
@@ -197,11 +200,14 @@ inline std::string format_table(const frontier_report& r, std::size_t max_rows =
   const bool mfu = std::any_of(r.points.begin(), r.points.end(), [](const frontier_report::point& p) { return p.mfu > 0; });
   // The additive column (the search's memory) where the points carry a runtime peak that differs.
   const bool add = std::any_of(r.points.begin(), r.points.end(), [](const frontier_report::point& p) { return p.additive > 0; });
-  const int width = (mfu ? 37 : 44) - (add ? 12 : 0);
+  // The pp column (pipeline degree) when a point has stages.
+  const bool pp = has_stages(r);
+  const int width = (mfu ? 37 : 44) - (add ? 12 : 0) - (pp ? 5 : 0);
   o += std::string(add ? "    #    peak/dev    additive  iter time     k  " : "    #  mem/device  iter time     k  ") +
-       (mfu ? "  MFU  " : "") +
+       (pp ? " pp  " : "") + (mfu ? "  MFU  " : "") +
        (width >= 44 ? "first plan, then changes from the row above" : width >= 37 ? "first plan, then changes from above" : "first plan, then changes") + "\n";
-  o += std::string("-----  ----------  ") + (add ? "----------  " : "") + "---------  ----  " + (mfu ? "-----  " : "") +
+  o += std::string("-----  ----------  ") + (add ? "----------  " : "") + "---------  ----  " + (pp ? "---  " : "") +
+       (mfu ? "-----  " : "") +
        std::string(std::size_t(width), '-') + "\n";
   for (std::size_t n = 0; n < sh.rows.size(); ++n) {
     const std::size_t i = sh.rows[n];
@@ -210,8 +216,9 @@ inline std::string format_table(const frontier_report& r, std::size_t max_rows =
     char line[256];
     char additive[32] = "";
     if (add) std::snprintf(additive, sizeof additive, "%10s  ", format_bytes(p.additive > 0 ? p.additive : p.memory).c_str());
-    std::snprintf(line, sizeof line, "%c%4zu  %10s  %s%9s  %4d  %s%s\n", int(i) == r.chosen ? '*' : ' ', i,
+    std::snprintf(line, sizeof line, "%c%4zu  %10s  %s%9s  %4d  %s%s%s\n", int(i) == r.chosen ? '*' : ' ', i,
                   format_bytes(p.memory).c_str(), additive, format_seconds(p.time).c_str(), p.micro_batches,
+                  pp ? detail::fmt("%3.0f  ", p.pipeline_degree).c_str() : "",
                   mfu ? detail::fmt("%4.1f%%  ", 100 * p.mfu).c_str() : "",
                   detail::truncate(what, std::size_t(width)).c_str());
     o += line;

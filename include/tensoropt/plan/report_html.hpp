@@ -4,7 +4,9 @@
 // table of the shown points (the cover of report.hpp, each row saying what changes
 // from the row above and which frontier points it stands for), the baselines (whether
 // each fits the device) and the chosen plan's per-op table (config, time, memory,
-// collectives).
+// collectives). With pipeline stages, the table has each point's degree and stages
+// (first op of each), the panel lists the stages (ops, first and last op's names), and
+// the chosen plan's table is per stage.
 //
 // The plan panel. Hovering a marker of the plot or a row of the table shows that point's
 // plan; a click pins it (a second click unpins); `report.html#plan=N` opens with point N
@@ -79,7 +81,18 @@ inline std::string report_data(const frontier_report& r, const shown_points& sh)
     o += std::string(n ? ",\n" : "\n") + "{\"i\":" + std::to_string(sh.rows[n]) + ",\"m\":" + json_string(format_bytes(p.memory)) +
          ",\"t\":" + json_string(format_seconds(p.time)) + ",\"k\":" + std::to_string(p.micro_batches) +
          ",\"u\":" + json_string(p.mfu > 0 ? fmt("%.1f %%", 100 * p.mfu) : "") +
-         ",\"s\":" + json_string(p.summary) + ",\"c\":[";
+         ",\"s\":" + json_string(p.summary);
+    if (p.pipeline_degree > 1) {  // stages: [first op, last op] names per stage
+      o += ",\"p\":" + std::to_string(p.pipeline_degree) + ",\"st\":[";
+      for (std::size_t s = 0; s < p.stage_begin.size(); ++s) {
+        const std::size_t a = p.stage_begin[s], b = s + 1 < p.stage_begin.size() ? p.stage_begin[s + 1] : ops;
+        auto name = [&](std::size_t i) { return i < names.size() ? names[i] : "op " + std::to_string(i); };
+        o += std::string(s ? "," : "") + "[" + std::to_string(a) + "," + std::to_string(b) + "," + json_string(name(a)) +
+             "," + json_string(name(b > a ? b - 1 : a)) + "]";
+      }
+      o += "]";
+    }
+    o += ",\"c\":[";
     for (std::size_t i = 0; i < p.labels.size(); ++i) {
       auto [it, fresh] = label_index.emplace(p.labels[i], labels.size());
       if (fresh) labels.push_back(p.labels[i]);
@@ -90,6 +103,19 @@ inline std::string report_data(const frontier_report& r, const shown_points& sh)
   o += "],\n\"labels\":[";
   for (std::size_t l = 0; l < labels.size(); ++l) o += (l ? "," : "") + json_string(labels[l]);
   return o + "]}";
+}
+
+/// "ops 0, 57, 114, 171" of a pipeline point (at most 16 stages listed, then "... (64 stages)"),
+/// the first op's name of each in its tooltip; "-" without stages.
+inline std::string stage_list(const frontier_report& r, const frontier_report::point& p) {
+  if (p.pipeline_degree <= 1 || p.stage_begin.empty()) return "-";
+  std::string o = "ops ", title;
+  for (std::size_t s = 0; s < p.stage_begin.size() && s < 16; ++s) {
+    o += (s ? ", " : "") + std::to_string(p.stage_begin[s]);
+    if (p.stage_begin[s] < r.op_names.size()) title += (s ? ", " : "") + r.op_names[p.stage_begin[s]];
+  }
+  if (p.stage_begin.size() > 16) o += ", \u2026 (" + std::to_string(p.stage_begin.size()) + " stages)";
+  return "<span title=\"" + xml_escape(title) + "\">" + o + "</span>";
 }
 
 inline constexpr const char* report_style =
@@ -139,6 +165,18 @@ inline constexpr const char* report_script = R"JS(
     panel.appendChild(el('p', p.m + ' per device, ' + p.t + ' per iteration, ' + p.k + ' micro-batches' +
                               (p.u ? ', MFU ' + p.u : '')));
     panel.appendChild(el('p', p.s));
+    if (p.st) {
+      var ts = el('table'), hs = el('tr');
+      ['stage', 'ops', 'first op', 'last op'].forEach(function (h) { hs.appendChild(el('th', h, 'l')); });
+      ts.appendChild(hs);
+      p.st.forEach(function (x, s) {
+        var r = el('tr');
+        [String(s), x[0] + '\u2013' + (x[1] - 1), x[2], x[3]].forEach(function (v) { r.appendChild(el('td', v, 'l')); });
+        ts.appendChild(r);
+      });
+      panel.appendChild(el('p', p.p + ' pipeline stages (1F1B over ' + p.k + ' micro-batches):'));
+      panel.appendChild(ts);
+    }
     panel.appendChild(el('p', pinned === i ? 'Pinned: click the point again to unpin.'
                                            : 'Hover a point or a row to see its plan; click to pin it.', 'muted'));
     var mine = groups(p), ref = byI[D.chosen] ? groups(byI[D.chosen]) : null;
@@ -210,9 +248,11 @@ inline std::string to_html(const frontier_report& r) {
        "Configs: a dim and its degree (b4 = batch split 4 ways), r = replicated, | rc = recomputed, | zo = optimizer "
        "state sharded. \u201cStands for\u201d: the plans this row covers.</p>\n";
   const bool mfu = std::any_of(r.points.begin(), r.points.end(), [](const frontier_report::point& p) { return p.mfu > 0; });
+  const bool staged = has_stages(r);
   h += std::string("<table><tr><th>#</th><th>memory / device</th><th>iteration time</th><th>samples/s</th>") +
-       (mfu ? "<th title=\"predicted model FLOPs utilization\">MFU</th>" : "") +
-       "<th>k</th><th class=\"l\">plan</th><th class=\"l\">change from the row above</th><th>stands for</th></tr>\n";
+       (mfu ? "<th title=\"predicted model FLOPs utilization\">MFU</th>" : "") + "<th>k</th>" +
+       (staged ? "<th title=\"pipeline degree\">pp</th><th class=\"l\">stages (first op of each)</th>" : "") +
+       "<th class=\"l\">plan</th><th class=\"l\">change from the row above</th><th>stands for</th></tr>\n";
   for (std::size_t n = 0; n < sh.rows.size(); ++n) {
     const std::size_t i = sh.rows[n], last = n + 1 < sh.rows.size() ? sh.rows[n + 1] - 1 : r.points.size() - 1;
     const auto& p = r.points[i];
@@ -220,6 +260,8 @@ inline std::string to_html(const frontier_report& r) {
          std::to_string(i) + "</td><td>" + format_bytes(p.memory) + "</td><td>" + format_seconds(p.time) + "</td><td>" +
          detail::fmt("%.1f", p.time > 0 ? r.samples / p.time : 0) + "</td><td>" +
          (mfu ? detail::fmt("%.1f %%", 100 * p.mfu) + "</td><td>" : "") + std::to_string(p.micro_batches) +
+         (staged ? "</td><td>" + std::to_string(p.pipeline_degree) + "</td><td class=\"l\">" + detail::stage_list(r, p)
+                 : std::string()) +
          "</td><td class=\"l\">" +
          (n > 0 && r.points[sh.rows[n - 1]].summary == p.summary ? std::string("<span class=\"same\">as above</span>")
                                                                  : xml_escape(p.summary)) +
@@ -242,7 +284,8 @@ inline std::string to_html(const frontier_report& r) {
     h += "</table>\n";
   }
   if (r.chosen >= 0 && !r.chosen_ops.empty()) {
-    h += "<h2 id=\"chosen\">Chosen plan #" + std::to_string(r.chosen) + ": per op</h2>\n<table><tr><th class=\"l\">op"
+    h += "<h2 id=\"chosen\">Chosen plan #" + std::to_string(r.chosen) + ": " + xml_escape(r.chosen_ops_title) +
+         "</h2>\n<table><tr><th class=\"l\">" + (r.chosen_ops_title == "per stage" ? "stage" : "op") +
          "</th><th class=\"l\">config</th><th>time</th><th>memory</th><th class=\"l\">collectives</th></tr>\n";
     for (auto& o : r.chosen_ops)
       h += "<tr><td class=\"l\">" + xml_escape(o.op) + "</td><td class=\"l\"><code>" + xml_escape(o.config) +

@@ -18,6 +18,9 @@
 // 100 GiB) would leave a frontier at 11-17 GiB with none, so ticks inside the frontier's
 // range are placed first and the rest fill in around them.
 //
+// Pipeline stages. When a point has stages, each marker is coloured by its pipeline degree
+// (`data-pp`), and the legend has one entry per degree shown with its number of plans.
+//
 // Markers of shown points carry `class="pt"` and `data-i` (the point's index), which the
 // HTML report's script uses to show a point's plan on hover or click.
 #pragma once
@@ -112,6 +115,9 @@ inline std::string px(double v) { return fmt("%.1f", v); }
 
 }  // namespace detail
 
+/// The most baselines the plot draws (see to_svg).
+inline constexpr std::size_t max_plotted_baselines = 8;
+
 /// A self-contained SVG of the frontier (memory per device vs iteration time); see the header.
 inline std::string to_svg(const frontier_report& r) {
   using detail::px;
@@ -192,19 +198,50 @@ inline std::string to_svg(const frontier_report& r) {
       path += (i ? " L" : "") + px(x) + "," + px(y);
     }
     s += "<path d=\"" + path + "\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.5\"/>\n";
+    // With pipeline stages, each marker's colour is its pipeline degree (a legend entry each).
+    const bool staged = has_stages(r);
+    std::vector<int> degrees;
+    for (std::size_t i : sh.rows)
+      if (std::find(degrees.begin(), degrees.end(), r.points[i].pipeline_degree) == degrees.end())
+        degrees.push_back(r.points[i].pipeline_degree);
+    std::sort(degrees.begin(), degrees.end());
+    auto degree_color = [&](int d) -> std::string {
+      static const char* palette[] = {"#1f77b4", "#e6550d", "#31a354", "#756bb1", "#c51b8a", "#8c6d31", "#17becf",
+                                      "#636363", "#bcbd22", "#843c39"};
+      if (!staged) return palette[0];
+      const auto at = std::size_t(std::find(degrees.begin(), degrees.end(), d) - degrees.begin());
+      return palette[at % 10];
+    };
     for (std::size_t i : sh.rows) {
       const auto& p = r.points[i];
-      s += "<circle class=\"pt\" data-i=\"" + std::to_string(i) + "\" cx=\"" + px(xs(p.memory)) + "\" cy=\"" +
-           px(ys(p.time)) + "\" r=\"3.5\" fill=\"#1f77b4\"><title>#" + std::to_string(i) + ": " +
+      s += "<circle class=\"pt\" data-i=\"" + std::to_string(i) + "\"" +
+           (staged ? " data-pp=\"" + std::to_string(p.pipeline_degree) + "\"" : std::string()) + " cx=\"" +
+           px(xs(p.memory)) + "\" cy=\"" + px(ys(p.time)) + "\" r=\"3.5\" fill=\"" + degree_color(p.pipeline_degree) +
+           "\"><title>#" + std::to_string(i) + ": " +
            xml_escape(format_bytes(p.memory) + ", " + format_seconds(p.time) + ", k " + std::to_string(p.micro_batches) +
+                      (staged ? ", pp " + std::to_string(p.pipeline_degree) : std::string()) +
                       (p.mfu > 0 ? ", MFU " + detail::fmt("%.1f %%", 100 * p.mfu) : "") + ", " + p.summary) +
            "</title></circle>\n";
     }
-    entry("<circle cx=\"" + px(lx + 6) + "\" cy=\"" + px(ly) + "\" r=\"3.5\" fill=\"#1f77b4\"/>",
-          "frontier: " + std::to_string(r.points.size()) + " plans",
-          sh.rows.size() < r.points.size()
-              ? std::to_string(sh.rows.size()) + " marked (" + detail::fmt("%g", sh.tolerance * 100) + " % cover)"
-              : std::string());
+    const std::string cover = sh.rows.size() < r.points.size()
+                                  ? std::to_string(sh.rows.size()) + " marked (" + detail::fmt("%g", sh.tolerance * 100) +
+                                        " % cover)"
+                                  : std::string();
+    if (!staged) {
+      entry("<circle cx=\"" + px(lx + 6) + "\" cy=\"" + px(ly) + "\" r=\"3.5\" fill=\"#1f77b4\"/>",
+            "frontier: " + std::to_string(r.points.size()) + " plans", cover);
+    } else {
+      entry("<line x1=\"" + px(lx) + "\" y1=\"" + px(ly) + "\" x2=\"" + px(lx + 12) + "\" y2=\"" + px(ly) +
+                "\" stroke=\"#1f77b4\" stroke-width=\"1.5\"/>",
+            "frontier with stages: " + std::to_string(r.points.size()) + " plans", cover);
+      for (int d : degrees) {
+        std::size_t n = 0;
+        for (const auto& p : r.points) n += p.pipeline_degree == d;
+        entry("<circle cx=\"" + px(lx + 6) + "\" cy=\"" + px(ly) + "\" r=\"3.5\" fill=\"" + degree_color(d) + "\"/>",
+              (d == 1 ? std::string("no pipeline (pp 1): ") : "pp " + std::to_string(d) + ": ") + std::to_string(n) +
+                  (n == 1 ? " plan" : " plans"));
+      }
+    }
   }
   if (r.chosen >= 0 && std::size_t(r.chosen) < r.points.size()) {
     const auto& p = r.points[std::size_t(r.chosen)];
@@ -223,10 +260,24 @@ inline std::string to_svg(const frontier_report& r) {
     entry(legend_line("#777", "2,3"), "device capacity " + format_bytes(r.capacity));
   }
   // Baselines: diamonds, hollow when they do not fit the device.
+  // Past max_plotted_baselines (the Megatron 3D baselines of a large cluster number dozens)
+  // the fastest ones that fit are drawn, then the rest by time, and the legend says how
+  // many the HTML table lists besides.
   const char* colors[] = {"#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"};
-  for (std::size_t i = 0; i < r.baselines.size(); ++i) {
+  std::vector<std::size_t> drawn;
+  for (std::size_t i = 0; i < r.baselines.size(); ++i)
+    if (r.baselines[i].valid && r.baselines[i].memory > 0 && r.baselines[i].time > 0) drawn.push_back(i);
+  const std::size_t valid_baselines = drawn.size();
+  if (drawn.size() > max_plotted_baselines) {
+    std::stable_sort(drawn.begin(), drawn.end(), [&](std::size_t x, std::size_t y) {
+      const bool fx = detail::misfit(r, r.baselines[x].memory).empty(), fy = detail::misfit(r, r.baselines[y].memory).empty();
+      return fx != fy ? fx : r.baselines[x].time < r.baselines[y].time;
+    });
+    drawn.resize(max_plotted_baselines);
+    std::sort(drawn.begin(), drawn.end());
+  }
+  for (std::size_t i : drawn) {
     const auto& b = r.baselines[i];
-    if (!b.valid || !(b.memory > 0) || !(b.time > 0)) continue;
     const std::string c = colors[i % 7], misfit = detail::misfit(r, b.memory);
     const std::string style = misfit.empty() ? "fill=\"" + c + "\"" : "fill=\"white\" stroke=\"" + c + "\" stroke-width=\"2\"";
     auto diamond = [&](double x, double y, const std::string& title) {
@@ -249,6 +300,9 @@ inline std::string to_svg(const frontier_report& r) {
           misfit.empty() ? format_seconds(b.time) + ", " + format_bytes(b.memory) + (b.summary.empty() ? "" : ": " + b.summary)
                          : format_seconds(b.time) + "; " + misfit);
   }
+  if (drawn.size() < valid_baselines)
+    entry("", std::to_string(valid_baselines - drawn.size()) + " more baselines (slower or not fitting)",
+          "listed in the HTML report");
   s += legend + "</svg>\n";
   return s;
 }

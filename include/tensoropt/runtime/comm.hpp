@@ -59,6 +59,12 @@ class communicator {
   virtual void recv(int peer, std::span<float> data, int tag, const std::string& what) = 0;
   /// Ranks of `g` (other than this one) from which a message with `tag` has not arrived.
   virtual group missing(const group& g, int tag) = 0;
+  /// Tells every other rank that this one failed (`why`), so that their receives
+  /// stop with an error that names it instead of waiting for the timeout. A
+  /// local_world does this by itself (run() sees the failure): nothing to do here.
+  virtual void abort_others(const std::string& /*why*/) {}
+  /// Whether another rank's abort_others reached this one.
+  virtual bool aborted() const { return false; }
 
   group world() const {
     group g(size());

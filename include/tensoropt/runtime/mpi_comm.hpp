@@ -6,7 +6,10 @@
 // timeout (yielding between polls: sleeping even 20 us made train_gpt 30x slower with
 // 4 processes on 2 cores), so a collective whose peers are gone fails with a message
 // instead of hanging. The collectives are the communicator base's, so MPI and local runs give
-// the same bits.
+// the same bits. A rank that fails calls abort_others: a message on a tag of its own
+// (32767; ordinary tags use 0 .. 32766) to every other rank, carrying its error, which
+// their receives check for while they poll and rethrow, naming that rank. After an
+// abort the ranks are out of step: the run is over.
 #pragma once
 #ifndef OMPI_SKIP_MPICXX
 #define OMPI_SKIP_MPICXX 1  // the C API only: the deprecated C++ bindings warn
@@ -86,6 +89,7 @@ class mpi_comm final : public communicator {
     while (true) {
       MPI_Iprobe(peer, mpi_tag(tag), MPI_COMM_WORLD, &flag, &st);
       if (flag) break;
+      check_abort(what);
       reap();
       if (std::chrono::steady_clock::now() > deadline)
         throw runtime_error(what + " on rank " + std::to_string(rank_) + ": timed out after " +
@@ -100,6 +104,19 @@ class mpi_comm final : public communicator {
                           " (the processes are not running the same program)");
     MPI_Recv(data.data(), count, MPI_FLOAT, peer, mpi_tag(tag), MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   }
+
+  void abort_others(const std::string& why) override {
+    if (aborted_) return;  // the first failure is the cause; its consequences stay local
+    aborted_ = true;
+    std::vector<float> text(why.begin(), why.end());
+    for (int p = 0; p < size_; ++p)
+      if (p != rank_) {
+        pending_.push_back({text, MPI_REQUEST_NULL});
+        MPI_Isend(pending_.back().data.data(), int(text.size()), MPI_FLOAT, p, abort_tag, MPI_COMM_WORLD,
+                  &pending_.back().req);
+      }
+  }
+  bool aborted() const override { return aborted_; }
 
   group missing(const group& g, int tag) override {
     group m;
@@ -117,7 +134,22 @@ class mpi_comm final : public communicator {
     std::vector<float> data;
     MPI_Request req;
   };
-  static int mpi_tag(int tag) { return tag % 32768; }  // MPI guarantees tags up to 32767
+  static constexpr int abort_tag = 32767;                // MPI guarantees tags up to 32767
+  static int mpi_tag(int tag) { return tag % abort_tag; }
+  /// Throws when another rank's abort_others message has arrived (see the file comment).
+  void check_abort(const std::string& what) {
+    int flag = 0;
+    MPI_Status st;
+    MPI_Iprobe(MPI_ANY_SOURCE, abort_tag, MPI_COMM_WORLD, &flag, &st);
+    if (!flag) return;
+    int count = 0;
+    MPI_Get_count(&st, MPI_FLOAT, &count);
+    std::vector<float> text(std::size_t(count > 0 ? count : 0));
+    MPI_Recv(text.data(), count, MPI_FLOAT, st.MPI_SOURCE, abort_tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    aborted_ = true;
+    throw runtime_error(what + " on rank " + std::to_string(rank_) + ": aborted because rank " +
+                        std::to_string(st.MPI_SOURCE) + " failed: " + std::string(text.begin(), text.end()));
+  }
   void check_peer(int peer, const char* op) const {
     if (peer < 0 || peer >= size_)
       throw invalid_argument(std::string(op) + ": rank " + std::to_string(peer) + " does not exist (" +
@@ -130,11 +162,18 @@ class mpi_comm final : public communicator {
       it = done ? pending_.erase(it) : std::next(it);
     }
   }
+  /// Completes the pending sends; after an abort, gives up on those nobody receives
+  /// once the timeout has passed (a failed run must not hang at exit).
   void drain() {
-    for (auto& p : pending_) MPI_Wait(&p.req, MPI_STATUS_IGNORE);
+    const auto deadline = std::chrono::steady_clock::now() + timeout_;
+    while (!pending_.empty() && (!aborted_ || std::chrono::steady_clock::now() < deadline)) {
+      reap();
+      if (!pending_.empty()) std::this_thread::yield();
+    }
     pending_.clear();
   }
   int rank_ = 0, size_ = 1, local_rank_ = 0;
+  bool aborted_ = false;
   std::chrono::milliseconds timeout_;
   std::list<outgoing> pending_;
 };

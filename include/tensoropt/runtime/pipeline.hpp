@@ -2,15 +2,17 @@
 // pipeline_plan (plan/pipeline_plan.hpp), stepped in the 1F1B order.
 //
 // Stage s owns ops [stage_begin[s], stage_begin[s + 1]) and runs on the d = devices/p
-// ranks from stage_first_rank(s) on, as an ordinary SPMD executor (executor.hpp,
-// over an op_range) on a sub-communicator of those ranks and the stage's mesh. Each
-// input op runs in every stage that reads it (the batch is on every device).
+// ranks from stage_first_rank(s) on, as an SPMD executor over those ops
+// (stage_executor.hpp) on a sub-communicator of those ranks and the stage's mesh.
+// Each input op runs in every stage that reads it (the batch is on every device).
 //
-// Between stages, a tensor made in stage s and read in stage s' > s travels whole:
-// the producing stage gathers it (replicated over the stage), and its member with
-// local index i sends it to member i of s'; the receiver slices the part its config
-// needs. Gradients travel back the same way and are summed in stage order when
-// several later stages read the tensor. Tags come from a sequence per ordered pair of
+// Between stages, a tensor made in stage s and read in stage s' > s travels in
+// shares (stage_boundary.hpp): the receiving stage holds it in the layout the plan's
+// receive config gives (else the layout its first reader wants), the member with
+// local index i of s sends member i of s' that member's box of the wire layout (that
+// layout split over its replicas: S / d floats each when it divides), and s' gathers
+// what its layout replicates. Gradients travel back in the same shares and are summed
+// in stage order when several later stages read the tensor. Tags come from a sequence per ordered pair of
 // ranks: sender and receiver walk the same schedule, so they agree, and they never
 // meet the sub-communicators' tags (those pairs lie inside one stage).
 //
@@ -27,9 +29,11 @@
 // The loss is the last stage's (mean over micro-batches); it is sent to every rank.
 //
 // Failures: any error inside a stage is rethrown as "pipeline stage s (ranks a-b):
-// ...". On a local_world the first failure aborts the other devices' receives at
-// once, and the world rethrows the failing stage's error; under MPI the others stop
-// at the communicator's timeout with an error naming the rank they waited for.
+// ...". The first failure aborts the other devices' receives at once: on a
+// local_world the world rethrows the failing stage's error; under MPI the failing
+// rank sends its error to every other rank (communicator::abort_others), whose
+// pending or next receive throws "... aborted because rank r failed: pipeline stage
+// s (ranks a-b): ...", so every process names the stage that failed.
 #pragma once
 #include <algorithm>
 #include <map>
@@ -38,7 +42,7 @@
 #include <utility>
 #include <vector>
 #include "../plan/pipeline_plan.hpp"
-#include "executor.hpp"
+#include "stage_executor.hpp"
 #include "sub_communicator.hpp"
 
 namespace tensoropt::runtime {
@@ -66,8 +70,9 @@ class pipeline_stage {
     sub_ = std::make_unique<sub_communicator>(world, members);
     guard([&] {
       training_plan tp{pp.configs, pp.micro_batches, stage_mesh(pp.mesh, p_)};
-      ex_ = std::make_unique<executor>(g, std::move(tp), op_range{begin_of(stage_), begin_of(stage_ + 1)}, *sub_,
-                                       make_backend(bo, *sub_), opt, seed);
+      ex_ = std::make_unique<runtime::stage_executor>(g, std::move(tp), op_range{begin_of(stage_), begin_of(stage_ + 1)},
+                                                      *sub_, make_backend(bo, *sub_), opt, seed);
+      ex_->set_crossings(crossings_of(ex_->micro_graph(), pp, stage_));
     });
     route();
   }
@@ -119,8 +124,8 @@ class pipeline_stage {
   const pipeline_plan& plan() const { return pp_; }
   /// The stages whose ops read parameter tensor t, ascending.
   const std::vector<int>& holders(int t) const { return holders_.at(std::size_t(t)); }
-  executor& stage_executor() { return *ex_; }
-  const executor& stage_executor() const { return *ex_; }
+  runtime::stage_executor& stage_executor() { return *ex_; }
+  const runtime::stage_executor& stage_executor() const { return *ex_; }
   /// This device's memory: current bytes and the last step's peak.
   memory_stats memory() const { return ex_->memory(); }
   communicator& world() { return world_; }
@@ -147,13 +152,19 @@ class pipeline_stage {
   void guard(F&& f) {
     const std::string who = "pipeline stage " + std::to_string(stage_) + " (ranks " + std::to_string(first_rank(stage_)) +
                             "-" + std::to_string(first_rank(stage_) + d_ - 1) + "): ";
+    auto tell = [&](const std::exception& e) {  // the first failure stops the other ranks
+      if (!world_.aborted()) world_.abort_others(who + e.what());
+    };
     try {
       f();
     } catch (const invalid_argument& e) {
+      tell(e);
       throw invalid_argument(who + e.what());
     } catch (const format_error& e) {  // a checkpoint that does not fit
+      tell(e);
       throw format_error(who + e.what());
     } catch (const std::exception& e) {
+      tell(e);
       throw runtime_error(who + e.what());
     }
   }
@@ -167,16 +178,6 @@ class pipeline_stage {
   /// Where each boundary tensor comes from and goes to; which parameters are shared.
   void route() {
     const auto& g = ex_->graph();
-    for (int t : ex_->boundary_inputs()) from_.push_back(stage_of(g.tensors[std::size_t(t)].producer));
-    for (int t : ex_->boundary_outputs()) {
-      std::vector<int> to;
-      for (std::size_t j = 0; j < g.ops.size(); ++j)
-        for (auto& m : g.ops[j].inputs)
-          if (m.tensor == t && !ex_->range().contains(j)) to.push_back(stage_of(int(j)));
-      std::sort(to.begin(), to.end());
-      to.erase(std::unique(to.begin(), to.end()), to.end());
-      to_.push_back(std::move(to));
-    }
     holders_.assign(g.tensors.size(), {});
     for (std::size_t j = 0; j < g.ops.size(); ++j)
       for (auto& m : g.ops[j].params) {
@@ -204,37 +205,32 @@ class pipeline_stage {
     });
   }
 
+  /// The number of floats of crossing `x` this device sends or receives.
+  std::size_t share(const crossing& x) const {
+    return std::size_t(x.wire.box[std::size_t(local_)].size(ex_->micro_graph().tensors[std::size_t(x.tensor)].rank));
+  }
+
   double forward(const batch& b, int m) {
     const auto& g = ex_->graph();
+    const auto& cx = ex_->crossings();
     std::vector<std::vector<float>> in, out;
-    const auto& bin = ex_->boundary_inputs();
-    for (std::size_t i = 0; i < bin.size(); ++i)
-      in.push_back(receive(from_[i], std::size_t(ex_->micro_graph().tensors[std::size_t(bin[i])].size()),
-                           "activation '" + g.tensors[std::size_t(bin[i])].name + "' of micro-batch " + std::to_string(m)));
+    for (const auto& x : cx.in)
+      in.push_back(receive(x.from_stage, share(x),
+                           "activation '" + g.tensors[std::size_t(x.tensor)].name + "' of micro-batch " + std::to_string(m)));
     const double loss = ex_->forward_micro(b, m, in, out);
-    for (std::size_t i = 0; i < out.size(); ++i)
-      for (int s : to_[i]) send(s, out[i]);
+    for (std::size_t i = 0; i < out.size(); ++i) send(cx.out[i].to_stage, out[i]);
     return loss;
   }
 
   void backward(int m) {
     const auto& g = ex_->graph();
+    const auto& cx = ex_->crossings();
     std::vector<std::vector<float>> dout, din;
-    const auto& bout = ex_->boundary_outputs();
-    for (std::size_t i = 0; i < bout.size(); ++i) {
-      const std::size_t n = std::size_t(ex_->micro_graph().tensors[std::size_t(bout[i])].size());
-      std::vector<float> sum;
-      for (int s : to_[i]) {
-        auto part = receive(s, n, "the gradient of '" + g.tensors[std::size_t(bout[i])].name + "' of micro-batch " +
-                                      std::to_string(m));
-        if (sum.empty()) sum = std::move(part);
-        else
-          for (std::size_t e = 0; e < n; ++e) sum[e] += part[e];
-      }
-      dout.push_back(std::move(sum));
-    }
+    for (const auto& x : cx.out)
+      dout.push_back(receive(x.to_stage, share(x), "the gradient of '" + g.tensors[std::size_t(x.tensor)].name +
+                                                       "' of micro-batch " + std::to_string(m)));
     ex_->backward_micro(m, dout, din);
-    for (std::size_t i = 0; i < din.size(); ++i) send(from_[i], din[i]);
+    for (std::size_t i = 0; i < din.size(); ++i) send(cx.in[i].from_stage, din[i]);
   }
 
   int next_tag(int from, int to) { return seq_[{from, to}]++ & 0x3fffffff; }
@@ -243,9 +239,7 @@ class pipeline_stage {
   communicator& world_;
   int p_ = 1, d_ = 1, stage_ = 0, local_ = 0;
   std::unique_ptr<sub_communicator> sub_;
-  std::unique_ptr<executor> ex_;
-  std::vector<int> from_;               // producing stage of each boundary input
-  std::vector<std::vector<int>> to_;    // reading stages of each boundary output
+  std::unique_ptr<runtime::stage_executor> ex_;
   std::vector<std::vector<int>> holders_;
   std::map<std::pair<int, int>, int> seq_;
 };

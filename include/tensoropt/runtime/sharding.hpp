@@ -138,6 +138,26 @@ inline placement place(const op_node& op, const tensor_map& m, const tensor_info
   return p;
 }
 
+/// Splits each device's box over the devices that hold the same box (its replicas),
+/// along the first axis the replica count divides; a box no axis divides stays whole.
+inline void split_over_replicas(placement& p) {
+  const placement orig = p;
+  for (std::size_t r = 0; r < p.box.size(); ++r) {
+    int count = 0, index = 0;
+    for (std::size_t q = 0; q < p.box.size(); ++q)
+      if (orig.box[q] == orig.box[r]) {
+        if (q < r) ++index;
+        ++count;
+      }
+    for (int a = 0; a < p.rank && count > 1; ++a)
+      if (orig.box[r].len[a] % count == 0) {
+        p.box[r].len[a] = orig.box[r].len[a] / count;
+        p.box[r].lo[a] = orig.box[r].lo[a] + index * p.box[r].len[a];
+        break;
+      }
+  }
+}
+
 namespace detail {
 inline bool same_region(const shard_box& a, const shard_box& b) {
   return a.lo == b.lo && a.len == b.len && a.term == b.term;

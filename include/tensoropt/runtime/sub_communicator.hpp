@@ -50,6 +50,8 @@ class sub_communicator final : public communicator {
     for (int r : parent_.missing(in_parent, tag)) m.push_back(int(std::find(members_.begin(), members_.end(), r) - members_.begin()));
     return m;
   }
+  void abort_others(const std::string& why) override { parent_.abort_others(why); }
+  bool aborted() const override { return parent_.aborted(); }
   /// The parent rank of member `r`.
   int parent_rank(int r) const {
     if (r < 0 || r >= size())

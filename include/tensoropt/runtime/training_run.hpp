@@ -6,8 +6,9 @@
 // here, once:
 //
 //   choose_training_plan(g, cluster, options, budget, plan_path)
-//     plan_path given: reads the "tensoropt-plan/1" file (plan/plan_file.hpp) and
-//     refuses it, naming the difference, when it was made for another model (its spec,
+//     plan_path given: reads the "tensoropt-plan/1" file, or a "tensoropt-plan/2" file
+//     with pipeline stages (plan/plan_file.hpp; chosen_plan::pipeline then holds them),
+//     and refuses it, naming the difference, when it was made for another model (its spec,
 //     name, batch, ops or dims), another device count, or another precision than the
 //     run's (the CPU backend runs fp32 only); otherwise plans `g` on `cluster` and takes the fastest plan within the
 //     budget, or with no budget the fastest within the geometric mean of the least
@@ -28,6 +29,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include "../plan/pipeline_plan_file.hpp"
 #include "../plan/plan_file.hpp"
 #include "../plan/planner.hpp"
 #include "pipeline_trainer.hpp"
@@ -42,8 +44,8 @@ inline constexpr std::string_view cpu_backend_precision = "fp32";
 /// empty) on `devices` devices of backend `bo`. Throws invalid_argument naming the
 /// difference when the plan is for another model, another device count, or a
 /// precision other than the run's.
-inline training_plan load_training_plan(const plan_file& f, const op_graph& g, int devices,
-                                        const std::string& model_spec = {}, const backend_options& bo = {}) {
+namespace detail {
+inline void check_plan_file(const plan_file& f, int devices, const std::string& model_spec, const backend_options& bo) {
   if (bo.kind == "cpu" && f.precision != cpu_backend_precision)
     throw invalid_argument("the plan is for precision " + f.precision + "; the CPU backend runs " +
                            std::string(cpu_backend_precision) + ": plan with --precision " +
@@ -59,12 +61,30 @@ inline training_plan load_training_plan(const plan_file& f, const op_graph& g, i
                            std::to_string(f.nodes) + " x " + std::to_string(f.gpus_per_node) +
                            "), this run has " + std::to_string(devices) + ": plan with --devices " +
                            std::to_string(devices) + " or run on " + std::to_string(f.devices()) + " devices");
+}
+}  // namespace detail
+
+inline training_plan load_training_plan(const plan_file& f, const op_graph& g, int devices,
+                                        const std::string& model_spec = {}, const backend_options& bo = {}) {
+  detail::check_plan_file(f, devices, model_spec, bo);
+  if (f.pipeline_degree > 1)
+    throw invalid_argument("the plan has " + std::to_string(f.pipeline_degree) +
+                           " pipeline stages: read it with load_pipeline_plan and run it with pipeline_trainer");
   return plan_for_graph(f, g);
+}
+
+/// The pipeline plan of plan file `f` (a "/1" file is a one-stage plan), checked as
+/// load_training_plan checks it; throws invalid_argument when its stages do not fit.
+inline pipeline_plan load_pipeline_plan(const plan_file& f, const op_graph& g, int devices,
+                                        const std::string& model_spec = {}, const backend_options& bo = {}) {
+  detail::check_plan_file(f, devices, model_spec, bo);
+  return pipeline_plan_for_graph(f, g);
 }
 
 /// The plan a run executes and what the planner predicted for it.
 struct chosen_plan {
-  training_plan plan;
+  training_plan plan;     ///< the plan (when `pipeline` has one stage)
+  pipeline_plan pipeline; ///< a plan file's pipeline stages (degree 1: none; run `plan`)
   seconds time{};         ///< predicted iteration time
   bytes memory{};         ///< predicted peak memory per device
   std::string source;     ///< "plan file p.json" or "plan #3 of 12 (fastest within 4.0 MiB)"
@@ -79,7 +99,8 @@ inline chosen_plan choose_training_plan(const op_graph& g, const cluster& cl, co
   chosen_plan c;
   if (!plan_path.empty()) {
     const auto f = load_plan_file(plan_path);
-    c.plan = load_training_plan(f, g, int(cl.mesh.devices()), model_spec, bo);
+    if (f.pipeline_degree > 1) c.pipeline = load_pipeline_plan(f, g, int(cl.mesh.devices()), model_spec, bo);
+    else c.plan = load_training_plan(f, g, int(cl.mesh.devices()), model_spec, bo);
     c.time = f.time;
     c.memory = f.memory;
     c.source = "plan file " + plan_path;

@@ -3,7 +3,7 @@
 // This is the one point type of every answer the library gives: `solve` returns
 // them (search/frontier_result.hpp), the planner keeps them per micro-batch count
 // and as their union (plan/planned_frontier.hpp), and the frontier file
-// "tensoropt-frontier/1" (search/frontier_json.hpp) writes and reads them.
+// "tensoropt-frontier/2" (search/frontier_json.hpp) writes and reads them.
 //
 // Costs stay the search's exact integers (picoseconds, bytes) so that a point
 // re-costed from its problem compares equal; `seconds_of` / `bytes_of` give the

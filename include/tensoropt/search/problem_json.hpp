@@ -10,6 +10,11 @@
 // enough digits to round-trip (nlohmann/json prints the shortest exact representation),
 // the reader converts back with llround(s * 1e12). Round trips are exact for times below
 // 2^51 ps (about 37 minutes per config or edge), which the reader checks.
+//
+// The body (memory_offset, nodes, edges) is also each stage problem of a pipeline problem
+// file (search/pipeline_problem_json.hpp), whose configs add "activations";
+// problem_body_json / problem_body_from_json write and read it there, with every position
+// in a message prefixed by where the body sits ("problems[2].nodes[0]...").
 #pragma once
 #include <cmath>
 #include <string>
@@ -22,18 +27,27 @@
 
 namespace tensoropt {
 
-/// The problem as a JSON value in the "tensoropt-problem/1" format.
-inline nlohmann::ordered_json problem_to_json(const problem& p) {
+/// Per node, per config: the bytes one more micro-batch in flight adds (a pipeline stage's
+/// problem, search/pipeline_problem.hpp); empty where a problem has none.
+using config_activations = std::vector<std::vector<cost_t>>;
+
+namespace detail {
+/// memory_offset, nodes and edges of `p` as a JSON object; with `acts`, every config
+/// also gets "activations".
+inline nlohmann::ordered_json problem_body_json(const problem& p, const config_activations* acts = nullptr) {
   nlohmann::ordered_json j;
-  j["format"] = "tensoropt-problem/1";
   j["memory_offset"] = p.memory_offset;
   j["nodes"] = nlohmann::ordered_json::array();
   for (auto& n : p.nodes) {
     nlohmann::ordered_json jn;
     jn["name"] = n.name;
     jn["configs"] = nlohmann::ordered_json::array();
-    for (auto& c : n.configs)
-      jn["configs"].push_back({{"label", c.label}, {"time", detail::seconds_of(c.time)}, {"memory", c.memory}});
+    const std::size_t i = j["nodes"].size();
+    for (std::size_t c = 0; c < n.configs.size(); ++c) {
+      const auto& cf = n.configs[c];
+      jn["configs"].push_back({{"label", cf.label}, {"time", seconds_of(cf.time)}, {"memory", cf.memory}});
+      if (acts) jn["configs"].back()["activations"] = (*acts)[i][c];
+    }
     j["nodes"].push_back(std::move(jn));
   }
   j["edges"] = nlohmann::ordered_json::array();
@@ -48,7 +62,7 @@ inline nlohmann::ordered_json problem_to_json(const problem& p) {
     for (std::size_t r = 0; cols > 0 && r * cols < e.time.size(); ++r) {
       auto tr = nlohmann::ordered_json::array(), mr = nlohmann::ordered_json::array();
       for (std::size_t c = 0; c < cols; ++c) {
-        tr.push_back(detail::seconds_of(e.time[r * cols + c]));
+        tr.push_back(seconds_of(e.time[r * cols + c]));
         mr.push_back(r * cols + c < e.memory.size() ? e.memory[r * cols + c] : 0);
       }
       t.push_back(std::move(tr));
@@ -59,37 +73,47 @@ inline nlohmann::ordered_json problem_to_json(const problem& p) {
   return j;
 }
 
+/// The fields of problem_body_json as text, one node or edge per line indented by
+/// `indent`, without the braces.
+inline std::string problem_body_text(const problem& p, const config_activations* acts, const std::string& indent) {
+  const auto j = problem_body_json(p, acts);
+  std::string s = "\"memory_offset\": " + j["memory_offset"].dump() + ",\n" + indent + "\"nodes\": [";
+  for (std::size_t i = 0; i < p.nodes.size(); ++i) s += (i ? ",\n " : "\n ") + indent + j["nodes"][i].dump();
+  s += "],\n" + indent + "\"edges\": [";
+  for (std::size_t i = 0; i < p.edges.size(); ++i) s += (i ? ",\n " : "\n ") + indent + j["edges"][i].dump();
+  return s + "]";
+}
+}  // namespace detail
+
+/// The problem as a JSON value in the "tensoropt-problem/1" format.
+inline nlohmann::ordered_json problem_to_json(const problem& p) {
+  nlohmann::ordered_json j;
+  j["format"] = "tensoropt-problem/1";
+  auto body = detail::problem_body_json(p);
+  for (auto& [k, v] : body.items()) j[k] = std::move(v);
+  return j;
+}
+
 /// The problem file's text: one node or edge per line. Throws invalid_argument if `p`
 /// is malformed (see `validate`).
 inline std::string write_problem_json(const problem& p) {
   validate(p);
-  const auto j = problem_to_json(p);
-  std::string s = "{\"format\": \"tensoropt-problem/1\",\n \"memory_offset\": " +
-                  j["memory_offset"].dump() + ",\n \"nodes\": [";
-  for (std::size_t i = 0; i < p.nodes.size(); ++i)
-    s += (i ? ",\n  " : "\n  ") + j["nodes"][i].dump();
-  s += "],\n \"edges\": [";
-  for (std::size_t i = 0; i < p.edges.size(); ++i)
-    s += (i ? ",\n  " : "\n  ") + j["edges"][i].dump();
-  s += "]}\n";
-  return s;
+  return "{\"format\": \"tensoropt-problem/1\",\n " + detail::problem_body_text(p, nullptr, " ") + "}\n";
 }
 
-/// Reads a problem from a JSON value, checking everything; throws format_error naming
-/// the field and position (e.g. "edges[3].time[2]: expected 5 values (configs of node 7
-/// 'fc1'), got 4").
-inline problem problem_from_json(const nlohmann::json& j) {
-  using detail::json_field, detail::json_path;
-  if (!j.is_object()) throw format_error(std::string("problem: expected a JSON object, got ") + j.type_name());
-  const auto& fmt = json_field(j, "format", "");
-  if (!fmt.is_string() || fmt.get<std::string>() != "tensoropt-problem/1")
-    throw format_error("format: expected \"tensoropt-problem/1\", got " + detail::json_echo(fmt));
+namespace detail {
+/// memory_offset, nodes and edges from the object `j` whose path is `where` ("" at the top
+/// of a problem file); with `acts`, every config's "activations" is read into it.
+inline problem problem_body_from_json(const nlohmann::json& j, const std::string& where, config_activations* acts) {
+  if (!j.is_object()) throw format_error((where.empty() ? "problem" : where) + ": expected a JSON object, got " + j.type_name());
+  const std::string pre = where.empty() ? "" : where + ".";
   problem p;
-  p.memory_offset = detail::json_bytes(json_field(j, "memory_offset", ""), "memory_offset");
-  const auto& nodes = detail::json_array(json_field(j, "nodes", ""), "nodes");
-  if (nodes.empty()) throw format_error("nodes: the problem has no nodes; add at least one");
+  p.memory_offset = json_bytes(json_field(j, "memory_offset", where), pre + "memory_offset");
+  const auto& nodes = json_array(json_field(j, "nodes", where), pre + "nodes");
+  if (nodes.empty()) throw format_error(pre + "nodes: the problem has no nodes; add at least one");
+  if (acts) acts->assign(nodes.size(), {});
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    const std::string at = "nodes[" + std::to_string(i) + "]";
+    const std::string at = pre + "nodes[" + std::to_string(i) + "]";
     problem_node n;
     n.name = detail::json_string(json_field(nodes[i], "name", at), json_path(at, "name"));
     const auto& cfgs = detail::json_array(json_field(nodes[i], "configs", at), json_path(at, "configs"));
@@ -102,16 +126,17 @@ inline problem problem_from_json(const nlohmann::json& j) {
       cf.label = detail::json_string(json_field(cfgs[c], "label", cat), json_path(cat, "label"));
       cf.time = detail::json_seconds(json_field(cfgs[c], "time", cat), json_path(cat, "time"));
       cf.memory = detail::json_bytes(json_field(cfgs[c], "memory", cat), json_path(cat, "memory"));
+      if (acts) (*acts)[i].push_back(json_bytes(json_field(cfgs[c], "activations", cat), json_path(cat, "activations")));
       n.configs.push_back(std::move(cf));
     }
     p.nodes.push_back(std::move(n));
   }
-  const auto& edges = detail::json_array(json_field(j, "edges", ""), "edges");
+  const auto& edges = json_array(json_field(j, "edges", where), pre + "edges");
   auto node_ref = [&](int i) {
     return "node " + std::to_string(i) + " '" + detail::cut_short(p.nodes[std::size_t(i)].name) + "'";
   };
   for (std::size_t k = 0; k < edges.size(); ++k) {
-    const std::string at = "edges[" + std::to_string(k) + "]";
+    const std::string at = pre + "edges[" + std::to_string(k) + "]";
     problem_edge e;
     e.from = detail::json_node_index(json_field(edges[k], "from", at), json_path(at, "from"), p.nodes.size());
     e.to = detail::json_node_index(json_field(edges[k], "to", at), json_path(at, "to"), p.nodes.size());
@@ -140,8 +165,27 @@ inline problem problem_from_json(const nlohmann::json& j) {
     }
     p.edges.push_back(std::move(e));
   }
-  detail::check_problem<format_error>(p);  // cycles, and anything missed above
+  try {
+    check_problem<format_error>(p);  // cycles, and anything missed above
+  } catch (const format_error& e) {
+    if (where.empty()) throw;
+    throw format_error(where + ": " + e.what());
+  }
   return p;
+}
+}  // namespace detail
+
+/// Reads a problem from a JSON value, checking everything; throws format_error naming
+/// the field and position (e.g. "edges[3].time[2]: expected 5 values (configs of node 7
+/// 'fc1'), got 4").
+inline problem problem_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) throw format_error(std::string("problem: expected a JSON object, got ") + j.type_name());
+  const auto& fmt = detail::json_field(j, "format", "");
+  if (!fmt.is_string() || fmt.get<std::string>() != "tensoropt-problem/1")
+    throw format_error("format: expected \"tensoropt-problem/1\", got " + detail::json_echo(fmt) +
+                       (fmt.is_string() && fmt.get<std::string>() == "tensoropt-pipeline-problem/1"
+                            ? " (a pipeline problem: read it with read_pipeline_problem_json)" : ""));
+  return detail::problem_body_from_json(j, "", nullptr);
 }
 
 /// Reads a problem file's text; throws format_error on malformed JSON (with the byte
