@@ -17,7 +17,9 @@
 // coarse lower bound they dominate are skipped, and its sums drop partial strategies they
 // cover. A job waits only for the coarse passes of the jobs before it, so the result does
 // not depend on the number of threads or on which job finishes first; at epsilon 0 the
-// union is the one the jobs give alone (tested), and under epsilon it keeps the bound. Baselines (data parallelism, Megatron tensor
+// union is the one the jobs give alone (tested), and under epsilon it keeps the bound.
+// A fast-mode job is skipped before any search when those points already lie at or below
+// a lower bound of all its strategies (plan/job_bounds.hpp). Baselines (data parallelism, Megatron tensor
 // parallelism of every legal degree with data parallelism over the rest, and the
 // single-objective optimum: the least time with no memory limit, as OptCNN finds it) are
 // costed on the same model and placed against the frontier.
@@ -44,6 +46,7 @@
 #include "../search/solve.hpp"
 #include "baselines.hpp"
 #include "build_problem.hpp"
+#include "job_bounds.hpp"
 #include "peak_frontier.hpp"
 #include "planned_frontier.hpp"
 #include "search_mode.hpp"
@@ -100,63 +103,6 @@ inline std::string count_str(double v) {
     o += s[i];
   }
   return o;
-}
-/// A lower bound of every strategy of `p` within `limit`: each edge's cost is replaced by
-/// its least time and least memory over the producer's configs, added to the consumer's
-/// config (an edge then joins nothing, so the node frontiers add up); the node frontiers
-/// are summed in a balanced tree with each sum pruned within (1 + delta), and every time is
-/// divided by (1 + delta)^depth at the end. No strategy lies below or left of it.
-inline std::vector<candidate> edge_free_bound(const problem& p, cost_t limit, double delta = 0.002) {
-  const cost_t t0 = 0, m0 = p.memory_offset;
-  if (m0 > limit) return {};
-  std::vector<std::vector<candidate>> level;
-  for (auto& n : p.nodes) {
-    std::vector<candidate> c;
-    for (auto& x : n.configs) c.push_back({x.time, x.memory, -1, -1});
-    level.push_back(std::move(c));
-  }
-  for (auto& e : p.edges) {
-    auto& to = level[std::size_t(e.to)];
-    const std::size_t rows = p.nodes[std::size_t(e.from)].configs.size(), cols = to.size();
-    for (std::size_t j = 0; j < cols; ++j) {
-      cost_t t = std::numeric_limits<cost_t>::max(), m = t;
-      for (std::size_t i = 0; i < rows; ++i) {
-        t = std::min(t, e.time[i * cols + j]);
-        m = std::min(m, e.memory[i * cols + j]);
-      }
-      to[j].time += t;
-      to[j].memory += m;
-    }
-  }
-  for (auto& c : level) pareto_filter(c);
-  std::size_t depth = 0;
-  while (level.size() > 1) {
-    std::vector<std::vector<candidate>> up;
-    for (std::size_t i = 0; i + 1 < level.size(); i += 2)
-      up.push_back(sum_with_provenance(level[i], level[i + 1], delta, limit - m0));
-    if (level.size() % 2) up.push_back(std::move(level.back()));
-    level.swap(up);
-    ++depth;
-  }
-  const long double f = std::pow((long double)(1 + delta), (long double)depth);
-  std::vector<candidate> out;
-  for (auto& q : level.front())
-    out.push_back({t0 + cost_t(std::floor((long double)q.time / f)), m0 + q.memory, -1, -1});
-  return out;
-}
-
-/// Whether every point of `lb` has a point of `by` at or below it (each a staircase).
-inline bool all_dominated(const std::vector<candidate>& lb, std::vector<frontier::point> by) {
-  std::sort(by.begin(), by.end(), [](auto& x, auto& y) { return x.memory < y.memory; });
-  cost_t best = std::numeric_limits<cost_t>::max();
-  std::size_t j = 0;
-  std::vector<candidate> sorted = lb;
-  std::sort(sorted.begin(), sorted.end(), [](auto& x, auto& y) { return x.memory < y.memory; });
-  for (auto& l : sorted) {
-    while (j < by.size() && by[j].memory <= l.memory) best = std::min(best, by[j++].time);
-    if (best > l.time) return false;
-  }
-  return true;
 }
 }  // namespace detail
 
