@@ -229,16 +229,20 @@ TEST_CASE("op time: roofline, launch overhead, gradient sync, micro-batches") {
   const device& d = one.gpu_spec;
   const double F = 2.0 * 64 * 1024 * 4096;
   const double bytes_moved = 2.0 * (64 * 1024 + 1024 * 4096 + 64 * 4096);
-  auto kernel = [&](double f, double by) {
-    return std::max(f / (d.peak_half.value * d.gemm_efficiency(f)), by / (d.memory_bw.value * d.memory_efficiency)) +
+  // a linear's GEMMs also run at their contraction-length factors (gemm_shape.hpp)
+  const gemm_shape_factors sf = shape_factors(g, fc, op_config{}, d);
+  auto kernel = [&](double f, double by, double shape) {
+    return std::max(f / (d.peak_half.value * d.gemm_efficiency(f) * shape),
+                    by / (d.memory_bw.value * d.memory_efficiency)) +
            d.launch_overhead.value;
   };
   const op_cost c1 = cost_op(g, 1, op_config{}, one);
-  CHECK(c1.compute.value == doctest::Approx(kernel(F, bytes_moved) + kernel(2 * F, 2 * bytes_moved)));
+  CHECK(c1.compute.value ==
+        doctest::Approx(kernel(F, bytes_moved, sf.forward) + kernel(2 * F, 2 * bytes_moved, sf.backward)));
   CHECK(c1.grad_sync.value == 0);
   op_config rc;
   rc.recompute = true;
-  CHECK(cost_op(g, 1, rc, one).recompute.value == doctest::Approx(kernel(F, bytes_moved)));
+  CHECK(cost_op(g, 1, rc, one).recompute.value == doctest::Approx(kernel(F, bytes_moved, sf.forward)));
   CHECK(cost_op(g, 1, rc, one).activations.value == 0);
   // the saved input is charged on the edge that delivers it
   CHECK(c1.activations.value == 0);
@@ -386,4 +390,39 @@ TEST_CASE("Korthikanti's closed forms hold exactly (==) at the 22B shape, t = 8"
   }
   CHECK(whole == 16 * P);
   CHECK(sharded == 2 * P + 14 * P / 8);
+}
+
+TEST_CASE("linear bias: the gradient's column sum always, a forward pass under linear_bias_pass") {
+  op_graph g = testing::mlp(64, {1024, 4096});
+  const cluster one(device_mesh(1, 1), gpus::a100_80gb);
+  const device& d = one.gpu_spec;
+  const double y = 2.0 * 64 * 4096, stream = d.memory_bw.value * d.memory_efficiency;
+  const double plain = cost_op(g, 1, op_config{}, one).compute.value;
+  cost_options pass;
+  pass.linear_bias_pass = true;
+  CHECK(cost_op(g, 1, op_config{}, one, pass).compute.value == plain);  // no bias: nothing to add
+  g.ops[1].attr[3] = 1;                                                 // the lowering's mark of an own bias
+  const double biased = cost_op(g, 1, op_config{}, one).compute.value;
+  CHECK(biased == doctest::Approx(plain + y / stream + d.launch_overhead.value));
+  CHECK(cost_op(g, 1, op_config{}, one, pass).compute.value ==
+        doctest::Approx(biased + 2 * y / stream + d.launch_overhead.value));
+  g.ops[1].attr[3] = 2;  // a tied linear (no bias of its own)
+  CHECK(cost_op(g, 1, op_config{}, one, pass).compute.value == plain);
+}
+
+TEST_CASE("gradient accumulation: k - 1 in-place adds of each owned parameter's gradient") {
+  const op_graph micro = with_batch(testing::mlp(64, {1024, 4096}), 16);
+  const cluster one(device_mesh(1, 1), gpus::a100_80gb);
+  const device& d = one.gpu_spec;
+  const double stream = d.memory_bw.value * d.memory_efficiency, n = 1024.0 * 4096;
+  for (const precision& p : {precisions::bf16_mixed, precisions::fp32}) {
+    CAPTURE(p.name);
+    const double once = cost_op(micro, 1, op_config{}, one, {p, 1}).compute.value;
+    // read the accumulator and the new gradient, write the sum: 3 x grad bytes
+    CHECK(cost_op(micro, 1, op_config{}, one, {p, 4}).compute.value ==
+          doctest::Approx(4 * once + 3 * 3 * n * p.grad_bytes / stream));
+    // an op without parameters accumulates nothing
+    CHECK(cost_op(micro, 2, op_config{}, one, {p, 4}).compute.value ==
+          doctest::Approx(4 * cost_op(micro, 2, op_config{}, one, {p, 1}).compute.value));
+  }
 }

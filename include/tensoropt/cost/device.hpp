@@ -15,6 +15,9 @@
 // to Reach Peak Bandwidth of A100"). The A100 rows of the published-run table are
 // 0.7-8 % optimistic, and 0.80 would bring them closer (-2.4..-5.8 %, ResNet-50
 // -3.6 %), but no measurement puts A100 streaming below 82 %: 0.85 is kept.
+// GEMM efficiency: gemm_max_efficiency (0.8) times gemm_half_flops' curve over a
+// GEMM's FLOPs (half at 5 us of peak) times, for linears, gemm_k_factor over the
+// contraction length with K0 = 157 (measured cuBLAS figures: cost/gemm_shape.hpp).
 // Calibration (a later issue) builds a device from measured figures with
 // `device::calibrated(...)`; the analytic figures are then replaced.
 #pragma once
@@ -44,6 +47,7 @@ struct device {
   seconds launch_overhead{};       ///< per kernel
   double gemm_max_efficiency = 1;  ///< fraction of peak a large GEMM reaches
   double gemm_half_flops = 0;      ///< a GEMM of this many FLOPs reaches half of that
+  double gemm_k0 = 0;              ///< per-tile fixed cost in steps of the contraction (gemm_shape.hpp)
   double memory_efficiency = 1;    ///< fraction of memory_bw a streaming kernel reaches
   link nvlink{};                   ///< default intra-node link
   link network{};                  ///< default inter-node link (per device)
@@ -56,6 +60,16 @@ struct device {
   constexpr double gemm_efficiency(double f) const {
     if (f <= 0) return gemm_max_efficiency;
     return gemm_max_efficiency * f / (f + gemm_half_flops);
+  }
+
+  /// Fraction of that a GEMM of contraction length `k` keeps: k / (k + K0), with
+  /// K0 = gemm_k0 * `rate_fraction`, the GEMM's peak over the bf16/fp16 tensor-core
+  /// peak (a slower main loop hides the same per-tile cost in fewer steps of k;
+  /// cost/gemm_shape.hpp). 1 when gemm_k0 is 0.
+  constexpr double gemm_k_factor(double k, double rate_fraction = 1) const {
+    const double k0 = gemm_k0 * rate_fraction;
+    if (k0 <= 0) return 1;
+    return k > 0 ? k / (k + k0) : 1;
   }
 
   /// A device from measured figures (the calibration hook): `gemm_rate` is the
@@ -77,6 +91,7 @@ struct device {
     d.launch_overhead = launch;
     d.gemm_max_efficiency = 1;
     d.gemm_half_flops = 0;
+    d.gemm_k0 = 0;
     d.memory_efficiency = 1;
     d.nvlink = intra;
     d.network = inter;
@@ -97,6 +112,7 @@ constexpr device make_gpu(std::string_view name, double fp32_tf, double half_tf,
   d.launch_overhead = seconds(4e-6);
   d.gemm_max_efficiency = 0.8;
   d.gemm_half_flops = half_tf * 1e12 * 5e-6;  // half efficiency at a GEMM worth 5 us of peak
+  d.gemm_k0 = 157;                            // cost/gemm_shape.hpp
   d.memory_efficiency = 0.85;
   d.nvlink = {gb_per_s(nvlink_gbs), seconds(2e-6)};
   d.network = {gb_per_s(net_gbs), seconds(5e-6)};

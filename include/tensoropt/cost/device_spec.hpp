@@ -1,7 +1,8 @@
 // Device specs: any accelerator as text, `gpu:memory-gib=24,bf16-tflops=165,
 // fp32-tflops=82.6,hbm-gbs=1008,nvlink-gbs=32,network-gbs=3`, built by the same
 // function as the presets of device.hpp (detail::make_gpu: launch overhead 4 us,
-// GEMM efficiency 0.8 reaching half at 5 us of peak, 85 % of HBM bandwidth for
+// GEMM efficiency 0.8 reaching half at 5 us of peak, contraction cost K0 = 157
+// (cost/gemm_shape.hpp), 85 % of HBM bandwidth for
 // streaming kernels, link latencies 2 us / 5 us), so `--gpu` takes a device that
 // has no preset, and every preset prints as the spec that rebuilds it exactly.
 //

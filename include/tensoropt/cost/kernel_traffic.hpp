@@ -2,7 +2,8 @@
 // inputs, parameters and output (op_cost.hpp), each tied to a switch of the software
 // stack (cost_options) because the same op costs differently under different
 // kernels: the attention core's score tensors, batch norm's second reads of its
-// input, and batch norm fused with the ReLU and residual add after it. cost_op adds
+// input, batch norm fused with the ReLU and residual add after it, a linear's bias
+// and gradient accumulation over micro-batches. cost_op adds
 // these passes at the device's streaming bandwidth (memory_bw * memory_efficiency).
 //
 // - Attention core, per implementation (cost_options::attention, a switch of the
@@ -31,6 +32,21 @@
 //   of their own. The batch norm reads its output once more in backward (the ReLU
 //   mask); a fused add still costs the addend's read forward and its gradient's
 //   write backward. Memory is charged as without the fusion.
+// - Linear bias. A linear that owns its bias reduces dY over the tokens for the
+//   bias gradient: one read of the output gradient in backward, a kernel of its
+//   own in every stack modelled (PyTorch's addmm backward sums the gradient;
+//   Megatron-LM's linear layers compute grad_output.sum(0)). Forward, stacks differ
+//   (cost_options::linear_bias_pass): Megatron-LM adds biases inside its fused
+//   bias-GELU and bias-dropout-add kernels (free here: those ops' passes are
+//   charged anyway), cuBLASLt's bias epilogue adds it in the GEMM; PyTorch's
+//   nn.Linear without the epilogue copies the broadcast bias into the output and
+//   runs the GEMM with beta = 1 (aten addmm), or adds it in place after it: two
+//   passes over the output (a write and a read), one launch.
+// - Gradient accumulation. With k micro-batches each one after the first adds its
+//   weight gradient into the accumulator: an in-place add reading both and writing
+//   the sum, 3 x the gradient's bytes per local parameter element, k - 1 times per
+//   iteration (PyTorch's AccumulateGrad; Megatron-LM's main_grad.add_, whose fp32
+//   accumulator costs more than the model's gradient dtype charges).
 //
 // Sources: Korthikanti et al. 2022 (arXiv:2205.05198) for the materialized score
 // tensors; Dao et al. 2022 (FlashAttention) for the fused core; the fused BN stack
@@ -68,6 +84,13 @@ constexpr score_bytes score_traffic(const op_node& op, const op_config& c, const
   if (op.attr[1] > 0) return {P * (6 * e + 1), P * (9 * e + 1), 2};
   return {P * 4 * e, P * 7 * e, 1};
 }
+/// Whether `op` is a linear owning a bias parameter (the lowering's attr[3] == 1).
+constexpr bool owns_bias(const op_node& op) {
+  return op.kind == op_kind::linear && op.attr[3] == 1 && op.output.tensor >= 0;
+}
+/// Bytes one gradient accumulation moves for `n` local parameter elements: read the
+/// accumulator and the new gradient, write the sum (file comment).
+constexpr double accumulation_bytes(double n, const precision& pr) { return 3.0 * n * pr.grad_bytes; }
 /// The kind of the op producing tensor `t` (op_kind::input for a graph input).
 constexpr op_kind producer_kind(const op_graph& g, int t) {
   const int p = g.tensors[t].producer;

@@ -9,12 +9,16 @@
 //    memory_efficiency)) + launch overhead, on the local shard (FLOPs and the
 //    bytes of inputs, params and output divided by the split degrees). GEMM-like
 //    ops (linear, conv2d, attention, moe_experts) run at the compute dtype's peak
-//    times the device's GEMM efficiency curve; the others at the fp32 peak.
-//    Backward: its FLOPs, twice the bytes, one launch.
+//    times the device's GEMM efficiency curve, and a linear also at its GEMMs'
+//    contraction-length factor K / (K + K0) (gemm_shape.hpp); the others at the
+//    fp32 peak. Backward: its FLOPs, twice the bytes, one launch.
 //  - Extra memory passes of particular kernels, per switch of the software stack:
-//    a materialized attention core's score tensors, batch norm's second reads, and
-//    batch norm fused with the ReLU (and residual add) after it: formulas and
-//    sources in kernel_traffic.hpp.
+//    a materialized attention core's score tensors, batch norm's second reads,
+//    batch norm fused with the ReLU (and residual add) after it, a linear's bias
+//    (its gradient's column sum; under linear_bias_pass its own forward pass) and,
+//    with k > 1 micro-batches, k - 1 gradient accumulations per iteration of each
+//    owned parameter (counted in `compute`): formulas and sources in
+//    kernel_traffic.hpp.
 //  - Own collectives: a partial output that no op reads (the loss) is all-reduced
 //    in place; softmax cross-entropy with its class dim split all-reduces two
 //    floats per sample; batch norm with b, h or w split all-reduces two floats
@@ -60,6 +64,7 @@
 #include "cluster.hpp"
 #include "collective.hpp"
 #include "config.hpp"
+#include "gemm_shape.hpp"
 #include "kernel_traffic.hpp"
 #include "redistribute.hpp"
 
@@ -78,6 +83,9 @@ struct cost_options {
   bool local_batch_norm = false;
   /// Batch norm runs fused with the ReLU (and residual add) after it (file comment).
   bool fused_bn_relu = false;
+  /// A linear's own bias is added by a pass of its own over the output (PyTorch's
+  /// nn.Linear before the cuBLASLt bias epilogue; kernel_traffic.hpp).
+  bool linear_bias_pass = false;
   constexpr bool operator==(const cost_options&) const = default;
 };
 
@@ -222,8 +230,9 @@ constexpr op_cost cost_op(const op_graph& g, int i, const op_config& c, const cl
       traffic += detail::local_elements(g, op, op.output, c) * detail::elem_bytes(g.tensors[op.output.tensor], pr);
     const bool gemm = detail::is_gemm(op.kind);
     const double rate = gemm ? dev.peak(pr.compute).value : dev.peak_fp32.value;
-    auto kernel = [&](double f, double b) {
-      const double eff = gemm ? dev.gemm_efficiency(f) : 1.0;
+    const gemm_shape_factors shape = shape_factors(g, op, c, dev, pr.compute);
+    auto kernel = [&](double f, double b, double shape_factor = 1.0) {
+      const double eff = gemm ? dev.gemm_efficiency(f) * shape_factor : 1.0;
       const double tc = f > 0 ? f / (rate * eff) : 0.0;
       const double tm = b / (dev.memory_bw.value * dev.memory_efficiency);
       return (tc > tm ? tc : tm) + dev.launch_overhead.value;
@@ -231,12 +240,17 @@ constexpr op_cost cost_op(const op_graph& g, int i, const op_config& c, const cl
     const bool fused = op.kind == op_kind::attention && o.attention == attention_kernel::fused;
     // backward of fused attention recomputes QK^T: 2 FLOPs per point more
     const double bf_run = fused ? bf + 2 * pts : bf;
-    double fwd = kernel(ff, traffic), bwd = kernel(bf_run, 2 * traffic);
+    double fwd = kernel(ff, traffic, shape.forward), bwd = kernel(bf_run, 2 * traffic, shape.backward);
     const double stream = dev.memory_bw.value * dev.memory_efficiency;
     if (op.kind == op_kind::attention && !fused) {
       const auto sc = detail::score_traffic(op, c, pr);
       fwd += sc.fwd / stream + sc.passes * dev.launch_overhead.value;
       bwd += sc.bwd / stream + sc.passes * dev.launch_overhead.value;
+    }
+    if (detail::owns_bias(op)) {
+      const double y = detail::local_elements(g, op, op.output, c) * detail::elem_bytes(g.tensors[op.output.tensor], pr);
+      bwd += y / stream + dev.launch_overhead.value;  // the bias gradient: a column sum of dY
+      if (o.linear_bias_pass) fwd += 2 * y / stream + dev.launch_overhead.value;
     }
     if (op.kind == op_kind::batch_norm && !op.inputs.empty()) {
       const double x = detail::local_elements(g, op, op.inputs[0], c) * detail::elem_bytes(g.tensors[op.inputs[0].tensor], pr);
@@ -325,6 +339,9 @@ constexpr op_cost cost_op(const op_graph& g, int i, const op_config& c, const cl
     const double upd = pr.grad_bytes + 2.0 * (pr.optimizer_bytes + pr.weight_bytes) -
                        (pr.compute == dtype::fp32 ? 0.0 : double(pr.weight_bytes));
     r.optimizer += seconds(n / shard * upd / (dev.memory_bw.value * dev.memory_efficiency));
+    if (o.micro_batches > 1)  // each micro-batch after the first adds its gradient to the accumulator
+      r.compute += seconds(double(o.micro_batches - 1) * detail::accumulation_bytes(n, pr) /
+                           (dev.memory_bw.value * dev.memory_efficiency));
     if (rg.size() > 1) {
       if (c.shard_optimizer)
         r.grad_sync += reduce_scatter(rg, bytes(n * pr.grad_bytes), cl) + all_gather(rg, bytes(n * pr.weight_bytes), cl);

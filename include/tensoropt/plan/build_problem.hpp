@@ -32,8 +32,9 @@ struct build_options {
   bool regenerate_dropout = false;  ///< see cost_options (true for the CPU runtime)
   bool local_batch_norm = false;    ///< see cost_options (published runs without SyncBN)
   bool fused_bn_relu = false;       ///< see cost_options (stacks fusing BN with the ReLU after it)
+  bool linear_bias_pass = false;    ///< see cost_options (stacks adding a linear's bias in a pass of its own)
   constexpr cost_options cost() const {
-    return {prec, micro_batches, attention, regenerate_dropout, local_batch_norm, fused_bn_relu};
+    return {prec, micro_batches, attention, regenerate_dropout, local_batch_norm, fused_bn_relu, linear_bias_pass};
   }
 };
 
