@@ -12,7 +12,7 @@
 // staircase at or below every strategy within the memory limit.
 //
 // What it is worth (measured). On gpt3-1.3b on 4 V100-16GB (fast mode, every k) it skips
-// k = 8, 16, 32 and 64; on gpt3-39b on 64 the union's times lie 2.7-6.5 x above it (layout
+// k = 8, 16 and 32; on gpt3-39b on 64 the union's times lie 2.7-6.5 x above it (layout
 // changes between ops cost more than any one edge's cheapest producer) and it skips
 // nothing: there the search's own bounds (search/repeated.hpp's repeated_bounds) do the work.
 #pragma once
