@@ -4,13 +4,14 @@
 // mode that ran and the epsilon, next to the planning times peers report.
 //
 //   plan_bench [--epsilon E] [--mode auto|exact|fast] [--threads N] [--only NAME[,NAME...]]
-//              [--micro-batches K] [--no-check] [--progress]
+//              [--micro-batches K] [--no-check] [--no-job-bounds] [--progress]
 //
 // Threads default to every core (the micro-batch counts are solved on a pool); `cpu`
 // is the process CPU time over all threads. Only plans that fit the device are
 // searched, as the planner does. Fast mode's restriction check (weighted-sum optima of
 // the unrestricted problem) is part of the timed planning and printed under each line
-// (--no-check leaves it out).
+// (--no-check leaves it out). Micro-batch counts bound each other as the planner does
+// (--no-job-bounds searches each alone: the same frontier at epsilon 0, for comparison).
 #include <tensoropt/tensoropt.hpp>
 #include "bench_cli.hpp"
 #include <tensoropt/plan/planner.hpp>
@@ -41,6 +42,7 @@ struct plan_bench_options {
   std::string only;
   std::optional<long> micro_batches;
   bool no_check = false;
+  bool no_job_bounds = false;
   bool progress = false;
   bool help = false;
 };
@@ -57,6 +59,7 @@ struct to::reflection<plan_bench_options> {
       to::field("micro-batches", &o::micro_batches, "one micro-batch count instead of all").range(1, 1L << 40)
           .meta("K"),
       to::field("no-check", &o::no_check, "leave out fast mode's restriction check"),
+      to::field("no-job-bounds", &o::no_job_bounds, "search every micro-batch count alone (no bounds between them)"),
       to::field("progress", &o::progress, "print each micro-batch count's problem and times to stderr"),
       to::field("help", &o::help, "print this help"));
 };
@@ -86,6 +89,7 @@ int main(int argc, char** argv) {
     o.threads = used;
     o.mode = mode;
     o.check_restriction = check;
+    o.job_bounds = !opt.no_job_bounds;
     if (opt.progress) o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
     o.solve.memory_limit = to::to_byte_count(cl.gpu_spec.capacity);
     if (fixed_k) o.micro_batches = {fixed_k};
