@@ -5,11 +5,10 @@
 // recompute) on the same cost model.
 //
 //   pipeline_bench [--epsilon E] [--threads N] [--only NAME[,NAME...]] [--mode auto|exact|fast]
-//                  [--degree P] [--micro-batches K] [--progress]
+//                  [--degree P] [--micro-batches K] [--progress] [--no-skip] [--lines N]
 //
 // `cpu` is the process CPU time over all threads; the baselines are timed apart.
-#include <tensoropt/core/command_line.hpp>
-#include <tensoropt/models/zoo.hpp>
+#include "bench_cli.hpp"
 #include <tensoropt/plan/pipeline_planner.hpp>
 #include <tensoropt/plan/pipeline_spec.hpp>
 #include <algorithm>
@@ -18,7 +17,6 @@
 #include <ctime>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace to = tensoropt;
@@ -31,6 +29,8 @@ struct pipeline_bench_options {
   std::string only = "megatron-145.6b,megatron-1t";
   std::optional<long> degree, micro_batches;
   bool progress = false;
+  bool no_skip = false;
+  long lines = 3;
   bool help = false;
 };
 }  // namespace
@@ -46,6 +46,8 @@ struct to::reflection<pipeline_bench_options> {
       to::field("degree", &o::degree, "one pipeline degree instead of all").range(1, 1L << 20).meta("P"),
       to::field("micro-batches", &o::micro_batches, "one micro-batch count instead of all").range(1, 1L << 40).meta("K"),
       to::field("progress", &o::progress, "print a line per job"),
+      to::field("no-skip", &o::no_skip, "search every job (no job bounds; the same frontier, for timing them)"),
+      to::field("lines", &o::lines, "lines of a job's region at most (scalar searches each)").range(0, 16).meta("N"),
       to::field("help", &o::help, "print this help"));
 };
 
@@ -53,38 +55,22 @@ int main(int argc, char** argv) {
   pipeline_bench_options opt;
   std::vector<std::string> only;
   to::search_mode mode = to::search_mode::automatic;
-  try {
-    to::parse_command_line(argc, argv, opt);
-    mode = to::parse_search_mode(opt.mode);
-    std::string item;
-    for (char c : opt.only + ",")
-      if (c != ',') item += c;
-      else if (!item.empty()) {
-        (void)to::models::find(item);  // throws naming the valid workloads
-        only.push_back(item);
-        item.clear();
-      }
-  } catch (const to::error& e) {
-    std::fprintf(stderr, "pipeline_bench: %s\n", e.what());
-    return 2;
-  }
-  if (opt.help) {
-    std::fputs(to::command_line_help<pipeline_bench_options>(
-                   "pipeline_bench [options]", "Planning time of the frontier with pipeline stages.")
-                   .c_str(),
-               stdout);
-    return 0;
-  }
-  const std::size_t used = opt.threads ? std::size_t(*opt.threads) : std::max(1u, std::thread::hardware_concurrency());
+  if (const auto rc = to::bench::parse_bench_options(
+          argc, argv, opt, only, "pipeline_bench", "pipeline_bench [options]",
+          "Planning time of the frontier with pipeline stages.",
+          [&](const pipeline_bench_options& x) { mode = to::parse_search_mode(x.mode); }))
+    return *rc;
+  const std::size_t used = to::bench::threads_used(opt.threads);
   for (const auto& name : only) {
     const auto& m = to::models::find(name);
-    const long per = std::min<long>(m.gpus, m.gpus_per_node);
-    const auto cl = to::cluster::nodes(m.gpus / per).gpus_per_node(per).gpu(to::gpus::find(m.gpu));
+    const auto cl = to::bench::workload_cluster(m);
     to::pipeline_options o;
     o.solve.epsilon = opt.epsilon;
     o.solve.memory_limit = to::to_byte_count(cl.gpu_spec.capacity);
     o.threads = used;
     o.mode = mode;
+    o.skip_by_bounds = !opt.no_skip;
+    o.max_lines = std::size_t(opt.lines);
     if (opt.degree) o.degrees = {*opt.degree};
     if (opt.micro_batches) o.micro_batches = {*opt.micro_batches};
     if (opt.progress) o.progress = [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); };

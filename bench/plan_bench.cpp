@@ -4,16 +4,16 @@
 // mode that ran and the epsilon, next to the planning times peers report.
 //
 //   plan_bench [--epsilon E] [--mode auto|exact|fast] [--threads N] [--only NAME[,NAME...]]
-//              [--micro-batches K] [--no-check] [--progress]
+//              [--micro-batches K] [--no-check] [--no-job-bounds] [--progress]
 //
 // Threads default to every core (the micro-batch counts are solved on a pool); `cpu`
 // is the process CPU time over all threads. Only plans that fit the device are
 // searched, as the planner does. Fast mode's restriction check (weighted-sum optima of
 // the unrestricted problem) is part of the timed planning and printed under each line
-// (--no-check leaves it out).
+// (--no-check leaves it out). Micro-batch counts bound each other as the planner does
+// (--no-job-bounds searches each alone: the same frontier at epsilon 0, for comparison).
 #include <tensoropt/tensoropt.hpp>
-#include <tensoropt/core/command_line.hpp>
-#include <tensoropt/models/zoo.hpp>
+#include "bench_cli.hpp"
 #include <tensoropt/plan/planner.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -42,6 +42,7 @@ struct plan_bench_options {
   std::string only;
   std::optional<long> micro_batches;
   bool no_check = false;
+  bool no_job_bounds = false;
   bool progress = false;
   bool help = false;
 };
@@ -58,6 +59,7 @@ struct to::reflection<plan_bench_options> {
       to::field("micro-batches", &o::micro_batches, "one micro-batch count instead of all").range(1, 1L << 40)
           .meta("K"),
       to::field("no-check", &o::no_check, "leave out fast mode's restriction check"),
+      to::field("no-job-bounds", &o::no_job_bounds, "search every micro-batch count alone (no bounds between them)"),
       to::field("progress", &o::progress, "print each micro-batch count's problem and times to stderr"),
       to::field("help", &o::help, "print this help"));
 };
@@ -66,50 +68,28 @@ int main(int argc, char** argv) {
   plan_bench_options opt;
   std::vector<std::string> only;
   to::search_mode mode = to::search_mode::automatic;
-  try {
-    to::parse_command_line(argc, argv, opt);
-    mode = to::parse_search_mode(opt.mode);
-    std::string item;
-    for (char c : opt.only + ",")
-      if (c != ',') item += c;
-      else if (!item.empty()) {
-        bool known = false;
-        for (const auto& m : to::models::list()) known = known || item == m.name;
-        if (!known) {
-          std::string names;
-          for (const auto& m : to::models::list()) names += (names.empty() ? "" : ", ") + std::string(m.name);
-          throw to::invalid_argument("--only: unknown workload '" + item + "'; valid workloads: " + names);
-        }
-        only.push_back(item);
-        item.clear();
-      }
-  } catch (const to::error& e) {
-    std::fprintf(stderr, "plan_bench: %s\n", e.what());
-    return 2;
-  }
-  if (opt.help) {
-    std::fputs(to::command_line_help<plan_bench_options>(
-                   "plan_bench [options]", "Whole planning time of each zoo workload at its device count.")
-                   .c_str(),
-               stdout);
-    return 0;
-  }
+  if (const auto rc = to::bench::parse_bench_options(
+          argc, argv, opt, only, "plan_bench", "plan_bench [options]",
+          "Whole planning time of each zoo workload at its device count.",
+          [&](const plan_bench_options& x) { mode = to::parse_search_mode(x.mode); }))
+    return *rc;
   const double epsilon = opt.epsilon;
   const long fixed_k = opt.micro_batches.value_or(0);
   const bool check = !opt.no_check;
-  const std::size_t used = opt.threads ? std::size_t(*opt.threads) : std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t used = to::bench::threads_used(opt.threads);
   std::printf("%-15s %10s %5s %7s %3s %9s %9s %3s %6s %5s %7s  %s\n", "workload", "devices", "ops", "configs", "ks",
               "wall", "cpu", "thr", "points", "mode", "epsilon", "peers");
   for (const auto& m : to::models::list()) {
     if (!only.empty() && std::find(only.begin(), only.end(), m.name) == only.end()) continue;
     const long per = std::min<long>(m.gpus, m.gpus_per_node);
-    const auto cl = to::cluster::nodes(m.gpus / per).gpus_per_node(per).gpu(to::gpus::find(m.gpu));
+    const auto cl = to::bench::workload_cluster(m);
     to::planner_options o;
     o.solve.epsilon = epsilon;
     o.baselines = false;
     o.threads = used;
     o.mode = mode;
     o.check_restriction = check;
+    o.job_bounds = !opt.no_job_bounds;
     if (opt.progress) o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
     o.solve.memory_limit = to::to_byte_count(cl.gpu_spec.capacity);
     if (fixed_k) o.micro_batches = {fixed_k};

@@ -290,10 +290,69 @@ TEST_CASE("job bounds: the time floor and the least stage cost are below every p
         least_memory = std::max(least_memory, c.memory);
       }
       CHECK(least_time + sends == pf.points.back().time);
+      // regions: each stage's line is under every point, and tight at the frontier
+      for (std::size_t s = 0; s < std::size_t(p); ++s) {
+        const auto r = to::detail::search_stage(micro, bp.starts[s], s + 1 < std::size_t(p) ? bp.starts[s + 1] : g.ops.size(),
+                                                cl, o, k, p, to::index_t(s), o.solve);
+        const auto& pts = r.fr.points;
+        const double slope = pts.size() > 1 ? double(pts.back().memory - pts.front().memory) /
+                                                  double(pts.front().time - pts.back().time)
+                                            : 1e-6;
+        const std::size_t terms = r.sp->built.prob.nodes.size() + r.sp->built.prob.edges.size();
+        for (const double w : {slope / 4, slope, slope * 4}) {
+          CAPTURE(w);
+          const to::cost_t line = to::detail::stage_line(*r.sp, o.mode, w, 0);
+          double least = 1e300;
+          for (const auto& q : pts) {
+            CHECK(double(line) <= double(q.memory) + w * double(q.time));
+            least = std::min(least, double(q.memory) + w * double(q.time));
+          }
+          CHECK(least - double(line) <= 2.0 * double(terms) + 1);
+        }
+      }
       CHECK(least_memory == pf.points.front().memory);
       // a limit under the least memory: nothing fits
       const auto r0 = to::detail::search_stage(micro, 0, p > 1 ? bp.starts[1] : g.ops.size(), cl, o, k, p, 0, o.solve);
       CHECK(to::detail::least_stage_cost(*r0.sp, o.mode, r0.fr.points.front().memory - 1, 0).memory ==
             to::detail::nothing_fits);
     }
+}
+
+TEST_CASE("job regions: a region is skipped only when every point of it is dominated") {
+  // found so far: (time 100, memory 10), (50, 20), (20, 40); limit 100
+  const std::vector<to::known_point> u{{100, 10, {2, 2}}, {50, 20, {2, 2}}, {20, 40, {2, 2}}};
+  to::job_region r;
+  r.time = 60;
+  r.memory = 15;
+  // the corner alone: at memory 15 the best found takes 100 > 60
+  auto c = to::check_region(u, r, {3, 3}, 100);
+  CHECK(!c.dominated);
+  CHECK(c.at == 15);
+  // the line M + T >= 120 lifts the least time to 104 at memory 15, 100 at 19, 80 at 39
+  r.lines.push_back({1.0, 120});
+  CHECK(r.least_time_at(15) == 104);
+  CHECK(r.least_time_at(39) == 80);
+  CHECK(r.least_time_at(100) == 60);
+  CHECK(to::check_region(u, r, {3, 3}, 100).dominated);
+  // a weaker line leaves (98, 19) undominated: the memory where it is not is returned
+  r.lines.back().s = 118;
+  c = to::check_region(u, r, {3, 3}, 100);
+  CHECK(!c.dominated);
+  CHECK(c.at == 19);
+  CHECK(to::line_weight(u, c.at) == doctest::Approx(10.0 / 50.0));
+  // above the limit: dominated (such points are not kept)
+  r.memory = 101;
+  CHECK(to::check_region(u, r, {3, 3}, 100).dominated);
+  // an exact tie is dominated only by a point of smaller or equal key
+  to::job_region tie;
+  tie.time = 20;
+  tie.memory = 40;
+  CHECK(to::check_region(u, tie, {3, 3}, 40).dominated);
+  CHECK(!to::check_region(u, tie, {1, 1}, 40).dominated);
+  // sends add to the line's time
+  to::job_region sent;
+  sent.memory = 15;
+  sent.sends = 10;
+  sent.lines.push_back({1.0, 120});
+  CHECK(sent.least_time_at(15) == 114);
 }

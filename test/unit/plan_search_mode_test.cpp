@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 #include <tensoropt/models/zoo.hpp>
 #include <tensoropt/plan/planner.hpp>
+#include <limits>
+#include <random>
 
 namespace to = tensoropt;
 
@@ -200,6 +202,38 @@ TEST_CASE("planner results do not depend on the number of threads") {
   CHECK(one.mode_notes == three.mode_notes);
 }
 
+TEST_CASE("micro-batch counts bounded by the ones before them: the same frontier, fewer points searched") {
+  const auto& m = to::models::find("gpt3-125m");
+  const auto cl = zoo_cluster(m, 2);
+  to::planner_options o;
+  o.micro_batches = {8, 16, 32, 64, 128};
+  o.baselines = false;
+  o.runtime_peak = false;
+  o.check_restriction = false;
+  o.mode = to::search_mode::fast;
+  o.job_bounds = false;
+  const auto alone = to::plan_frontier(m.lower(), cl, o);
+  o.job_bounds = true;
+  for (const std::size_t threads : {std::size_t(1), std::size_t(2)}) {
+    CAPTURE(threads);
+    o.threads = threads;
+    const auto bounded = to::plan_frontier(m.lower(), cl, o);
+    REQUIRE(bounded.points.size() == alone.points.size());
+    for (std::size_t i = 0; i < alone.points.size(); ++i) {
+      CHECK(bounded.points[i].time == alone.points[i].time);
+      CHECK(bounded.points[i].memory == alone.points[i].memory);
+    }
+    // some micro-batch count returned fewer points: the bounds of the others cut it
+    std::size_t fewer = 0;
+    for (std::size_t p = 0; p < alone.parts.size(); ++p) {
+      CHECK(bounded.parts[p].micro_batches == alone.parts[p].micro_batches);
+      CHECK(bounded.parts[p].frontier.points.size() <= alone.parts[p].frontier.points.size());
+      fewer += bounded.parts[p].frontier.points.size() < alone.parts[p].frontier.points.size();
+    }
+    CHECK(fewer > 0);
+  }
+}
+
 TEST_CASE("baselines try every tensor-parallel degree that divides the devices per node") {
   const auto& m = to::models::find("gpt3-125m");
   const auto cl = to::cluster::nodes(1).gpus_per_node(6).gpu(to::gpus::find(m.gpu));
@@ -216,4 +250,47 @@ TEST_CASE("baselines try every tensor-parallel degree that divides the devices p
   CHECK(has("megatron tp 3 x dp 2"));
   CHECK(has("megatron tp 6"));
   CHECK(!has("megatron tp 4"));
+}
+
+TEST_CASE("the edge-free bound lies at or below every strategy, and is the frontier when edges cost nothing") {
+  std::mt19937_64 rng(99);
+  auto uni = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
+  for (int it = 0; it < 60; ++it) {
+    CAPTURE(it);
+    const bool free_edges = it % 3 == 0;
+    to::problem p;
+    p.memory_offset = uni(0, 50);
+    const int n = int(uni(2, 6));
+    for (int v = 0; v < n; ++v) {
+      to::problem_node nd{"n" + std::to_string(v), {}};
+      for (int c = 0, k = int(uni(1, 4)); c < k; ++c) nd.configs.push_back({"c", uni(1, 1000), uni(0, 1000)});
+      p.nodes.push_back(nd);
+    }
+    for (int v = 1; v < n; ++v) {
+      const int u = int(uni(0, v - 1));
+      to::problem_edge e{u, v, {}, {}};
+      for (std::size_t i = 0; i < p.nodes[std::size_t(u)].configs.size() * p.nodes[std::size_t(v)].configs.size(); ++i) {
+        e.time.push_back(free_edges ? 0 : uni(0, 300));
+        e.memory.push_back(free_edges ? 0 : uni(0, 300));
+      }
+      p.edges.push_back(e);
+    }
+    const auto lb = to::detail::edge_free_bound(p, std::numeric_limits<to::cost_t>::max());
+    REQUIRE(!lb.empty());
+    const auto exact = to::solve(p);
+    for (auto& e : exact.points) {
+      const to::detail::candidate* at = nullptr;
+      for (auto& l : lb)
+        if (l.memory <= e.memory) at = &l;
+      REQUIRE(at);
+      CHECK(at->time <= e.time);
+      if (free_edges) CHECK(double(at->time) * 1.05 >= double(e.time));
+    }
+    // a staircase dominates the bound when it is the bound; one point slower breaks it
+    std::vector<to::frontier::point> same;
+    for (auto& l : lb) same.push_back({l.time, l.memory, -1});
+    CHECK(to::detail::all_dominated(lb, same));
+    same.back().time += 1;
+    CHECK(!to::detail::all_dominated(lb, same));
+  }
 }

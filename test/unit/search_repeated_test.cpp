@@ -188,3 +188,90 @@ TEST_CASE("blocks that cannot be powered are named with the reason") {
   two.rb.instances.resize(2);
   CHECK(to::check_repeated(two.p, two.rb) != "");
 }
+
+namespace {
+// Searches run in one order, each bounded by the points the searches before it guarantee.
+std::vector<to::frontier_result> solve_bounded(const std::vector<generated>& gs, double eps, bool bounded,
+                                               std::vector<std::vector<to::frontier::point>>& guaranteed) {
+  std::vector<to::frontier_result> out;
+  guaranteed.assign(gs.size(), {});
+  for (std::size_t i = 0; i < gs.size(); ++i) {
+    to::repeated_bounds b;
+    b.exchange = [&, i, bounded](std::vector<to::frontier::point> mine) {
+      guaranteed[i] = mine;
+      std::vector<to::frontier::point> before;
+      if (bounded)
+        for (std::size_t j = 0; j < i; ++j) before.insert(before.end(), guaranteed[j].begin(), guaranteed[j].end());
+      return before;
+    };
+    out.push_back(to::solve_repeated(gs[i].p, gs[i].rb, {.epsilon = eps}, b));
+  }
+  return out;
+}
+std::vector<cost_pair> union_of(const std::vector<to::frontier_result>& rs) {
+  std::vector<cost_pair> all;
+  for (auto& r : rs)
+    for (auto& q : r.points) all.push_back({q.time, q.memory});
+  std::sort(all.begin(), all.end(), [](auto& a, auto& b) { return a.memory != b.memory ? a.memory < b.memory : a.time < b.time; });
+  std::vector<cost_pair> f;
+  for (auto& c : all)
+    if (f.empty() || c.time < f.back().time) f.push_back(c);
+  return f;
+}
+}  // namespace
+
+TEST_CASE("searches bounded by each other's guaranteed points: the same union (exact), within epsilon otherwise") {
+  std::mt19937_64 rng(314);
+  int skipped_all = 0, groups = 0;
+  for (int it = 0; it < 80; ++it) {
+    CAPTURE(it);
+    // a group of searches of one union: random problems, and copies made worse by a constant
+    std::vector<generated> gs;
+    for (int j = 0; j < 3; ++j) {
+      auto g = random_repeated(rng, int(rng() % 2), 3 + int(rng() % 5), 1 + int(rng() % 2), int(rng() % 2), 3, j == 1);
+      if (strategies(g.p) > 200000) continue;
+      gs.push_back(g);
+      if (rng() % 2) {
+        auto worse = g;
+        // every strategy at least twice as slow: beaten by the original's points
+        worse.p.memory_offset += std::int64_t(rng() % 5);
+        for (auto& n : worse.p.nodes)
+          for (auto& c : n.configs) c.time = 2 * c.time + 1;
+        for (auto& e : worse.p.edges)
+          for (auto& t : e.time) t *= 2;
+        gs.push_back(worse);
+      }
+    }
+    if (gs.size() < 2) continue;
+    ++groups;
+    const double eps = it % 3 == 0 ? 0.0 : it % 3 == 1 ? 0.01 : 0.2;
+    std::vector<std::vector<to::frontier::point>> gu_alone, gu;
+    const auto alone = solve_bounded(gs, eps, false, gu_alone);
+    const auto bounded = solve_bounded(gs, eps, true, gu);
+    // each search guarantees its points: a returned point at or below each
+    for (std::size_t i = 0; i < gs.size(); ++i)
+      for (auto& g : gu_alone[i]) {
+        bool below = false;
+        for (auto& q : alone[i].points) below = below || (q.memory <= g.memory && q.time <= g.time);
+        CHECK(below);
+      }
+    for (std::size_t i = 0; i < gs.size(); ++i) {
+      check_recost(gs[i].p, bounded[i]);
+      skipped_all += bounded[i].points.empty() && !alone[i].points.empty();
+    }
+    if (eps == 0) {
+      CHECK(union_of(bounded) == union_of(alone));
+    } else {
+      // every point of the exact restricted union within (1 + epsilon), memory exact
+      std::vector<to::frontier_result> exact;
+      for (auto& g : gs) exact.push_back(to::solve_repeated(g.p, g.rb));
+      for (auto& e : union_of(exact)) {
+        bool covered = false;
+        for (auto& q : union_of(bounded)) covered = covered || (q.memory <= e.memory && double(q.time) <= (1 + eps) * double(e.time));
+        CHECK(covered);
+      }
+    }
+  }
+  CHECK(groups > 40);
+  CHECK(skipped_all > 5);  // a search wholly beaten by one before it returns nothing
+}

@@ -6,7 +6,7 @@
 // beaten everywhere by a few others (a larger k has a smaller bubble and smaller
 // micro-batches), and a job whose every plan is above the device memory spends its
 // whole stage search (up to minutes for p = 1, today's search on the whole model) to
-// find nothing. Two bounds decide that before the search:
+// find nothing. These bounds decide that before the search:
 //
 //  - order bound (graph only, no problem is built): the bottleneck stage's GEMM
 //    FLOPs per micro-batch (forward + backward, at least 1/d of them on each of its d
@@ -30,19 +30,32 @@
 //    than the cap (on megatron-1t at p = 1 it splits tensors across nodes). For a
 //    weight w >= 0 any kept strategy has m + w t < limit + w cap, so when the least of
 //    m + floor(w min(t, cap)) (a scalar search again) is not below that, the stage
-//    search finds nothing (w = 1/2, 1, 2 times limit / cap).
+//    search finds nothing (w = 1/2, 1, 2 times limit / cap). These three searches run
+//    only when the least-memory strategy itself is not kept (time at or above the cap).
+//  - regions: a scalar search of m + floor(w t) (w in bytes per picosecond) gives s_i
+//    with M_i + w T_i >= s_i for every strategy of stage i (less one per term: w t is
+//    rounded in double). A job point (T, M) has T - sends >= T_i and M >= M_i for every
+//    stage, so M + w (T - sends) >= max_i s_i: a line under the job's frontier. The
+//    corner and the lines bound a region that holds every point the job can return;
+//    its least time at memory m only falls as m grows.
 //
 // Skipping. A job is skipped when its least memory is above the memory limit (it has
-// no point below the limit, and points above it are not kept), or when a point found
-// already has no more memory than the job's least memory and no more time than its
-// least time (every point the job could give is dominated; on an exact tie the point
-// with the smaller (p, k) is the one kept, as without skipping). The frontier is the
-// same with and without skipping, whatever the number of threads; only the work done
-// differs (pipeline_options::skip_by_bounds turns it off).
+// no point below the limit, and points above it are not kept), or when every point of
+// its region within the limit is dominated by a point found already (so is every point
+// the job could give; on an exact tie the point with the smaller (p, k) is the one kept,
+// as without skipping). That is checked at the region's least memory, just below the
+// memory of each point found (where the best time found changes) and at the limit. The
+// bounds are computed lazily: the least time only when a point found already has no
+// more memory than the job's least memory, then up to `max_lines` lines, each at the
+// slope of the points found around the memory where the region is not yet dominated.
+// The frontier is the same with and without skipping, whatever the number of threads;
+// only the work done differs (pipeline_options::skip_by_bounds turns it off).
 #pragma once
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <limits>
+#include <utility>
 #include <vector>
 #include "../cost/pipeline_cost.hpp"
 #include "../search/repeated.hpp"
@@ -96,69 +109,164 @@ inline cost_t partition_time_floor(const op_graph& micro, const cluster& cl, ind
 /// Memory no stage search can go under: the limit was passed and nothing fits.
 inline constexpr cost_t nothing_fits = std::numeric_limits<cost_t>::max();
 
-/// The exact least time and least memory of stage problem `sp` searched in `mode`
-/// (see the file comment); memory is nothing_fits when no strategy is within
-/// `memory_limit`.
-inline strategy_cost least_stage_cost(const stage_problem& sp, search_mode mode, cost_t memory_limit,
-                                      std::size_t max_bytes) {
-  const problem& prob = sp.built.prob;
-  const mode_choice mc = choose_mode(prob, sp.built.graph, mode);
+/// One scalar search of stage problem `sp` in `mode`: every config and edge costs
+/// `weigh(time, memory)` in memory and nothing in time, so every frontier is one point.
+template <class Weigh>
+frontier_result scalar_stage_search(const stage_problem& sp, search_mode mode, cost_t memory_limit,
+                                    std::size_t max_bytes, Weigh weigh, bool keep_offset = true) {
+  const mode_choice mc = choose_mode(sp.built.prob, sp.built.graph, mode);
+  problem q = sp.built.prob;
+  for (auto& n : q.nodes)
+    for (auto& c : n.configs) {
+      c.memory = weigh(c.time, c.memory);
+      c.time = 0;
+    }
+  for (auto& e : q.edges)
+    for (std::size_t x = 0; x < e.time.size(); ++x) {
+      e.memory[x] = weigh(e.time[x], e.memory[x]);
+      e.time[x] = 0;
+    }
+  if (!keep_offset) q.memory_offset = 0;
   solve_options so;
   so.max_bytes = max_bytes;
-  auto run = [&](const problem& q) { return mc.mode == search_mode::fast ? solve_repeated(q, mc.block, so) : solve(q, so); };
+  so.memory_limit = memory_limit;
+  return mc.mode == search_mode::fast ? solve_repeated(q, mc.block, so) : solve(q, so);
+}
+
+/// The exact least memory of stage problem `sp` searched in `mode` (see the file
+/// comment), or nothing_fits when no strategy the stage search keeps is within
+/// `memory_limit`. The three weighted searches of the fits-nowhere test run only when
+/// the least-memory strategy itself is not kept (its time at or above the cap).
+inline cost_t least_stage_memory(const stage_problem& sp, search_mode mode, cost_t memory_limit,
+                                 std::size_t max_bytes) {
   // a term at the time cap marks a strategy the stage search drops (build_problem.hpp):
   // the least-memory search must not pick it, so it costs the cap in memory there
   const cost_t cap = sp.built.time_cap;
-  problem q = prob;
-  for (auto& n : q.nodes)
-    for (auto& c : n.configs) {
-      if (c.time >= cap) c.memory = std::max(c.memory, cap);
-      c.time = 0;
-    }
-  for (auto& e : q.edges) {
-    for (std::size_t x = 0; x < e.time.size(); ++x)
-      if (e.time[x] >= cap) e.memory[x] = std::max(e.memory[x], cap);
-    std::fill(e.time.begin(), e.time.end(), cost_t(0));
-  }
-  so.memory_limit = memory_limit;
-  const frontier_result fm = run(q);
-  strategy_cost r{0, nothing_fits};
-  if (fm.points.empty() || fm.points.front().memory >= cap) return r;
-  r.memory = fm.points.front().memory;
+  const frontier_result fm = scalar_stage_search(sp, mode, memory_limit, max_bytes, [cap](cost_t t, cost_t m) {
+    return t >= cap ? std::max(m, cap) : m;
+  });
+  if (fm.points.empty() || fm.points.front().memory >= cap) return nothing_fits;
+  const cost_t least = fm.points.front().memory;
+  if (cost_of(sp.built.prob, fm.points.front().choice).time < cap || memory_limit >= cap) return least;
   // Every point of the stage search has memory m <= limit and time t < cap. For any
   // w >= 0 such a strategy has m + floor(w t) < limit + w cap; when the least of
   // m + floor(w t) over all strategies is above that, the stage search finds nothing.
-  if (memory_limit < cap)
-    for (const double rel : {0.5, 1.0, 2.0}) {
-      const double w = rel * double(memory_limit) / double(cap);
-      problem qw = prob;
-      for (auto& n : qw.nodes)
-        for (auto& c : n.configs) {
-          c.memory += cost_t(w * double(std::min(c.time, cap)));
-          c.time = 0;
-        }
-      for (auto& e : qw.edges) {
-        for (std::size_t x = 0; x < e.time.size(); ++x) e.memory[x] += cost_t(w * double(std::min(e.time[x], cap)));
-        std::fill(e.time.begin(), e.time.end(), cost_t(0));
-      }
-      so.memory_limit = memory_limit + cost_t(w * double(cap)) + 1;
-      const frontier_result fw = run(qw);
-      if (fw.points.empty()) {
-        r.memory = nothing_fits;
-        return r;
-      }
-    }
-  q = prob;
-  for (auto& n : q.nodes)
-    for (auto& c : n.configs) c.memory = 0;
-  for (auto& e : q.edges) std::fill(e.memory.begin(), e.memory.end(), cost_t(0));
-  q.memory_offset = 0;
-  so.memory_limit = std::numeric_limits<cost_t>::max();
-  const frontier_result ft = run(q);
-  r.time = ft.points.empty() ? 0 : ft.points.front().time;
+  for (const double rel : {0.5, 1.0, 2.0}) {
+    const double w = rel * double(memory_limit) / double(cap);
+    const frontier_result fw =
+        scalar_stage_search(sp, mode, memory_limit + cost_t(w * double(cap)) + 1, max_bytes,
+                            [w, cap](cost_t t, cost_t m) { return m + cost_t(w * double(std::min(t, cap))); });
+    if (fw.points.empty()) return nothing_fits;
+  }
+  return least;
+}
+
+/// The exact least time of stage problem `sp` searched in `mode` (memory ignored).
+inline cost_t least_stage_time(const stage_problem& sp, search_mode mode, std::size_t max_bytes) {
+  const frontier_result ft = scalar_stage_search(
+      sp, mode, std::numeric_limits<cost_t>::max(), max_bytes, [](cost_t t, cost_t) { return t; }, false);
+  return ft.points.empty() ? 0 : ft.points.front().memory;
+}
+
+/// s such that every strategy of `sp` (in `mode`) with time t < cap has memory m with
+/// m + w t >= s: the least of m + floor(w min(t, cap)), less one per term for the
+/// rounding of w t (see the file comment, "regions").
+inline cost_t stage_line(const stage_problem& sp, search_mode mode, double w, std::size_t max_bytes) {
+  const cost_t cap = sp.built.time_cap;
+  std::size_t terms = 0;
+  for (auto& n : sp.built.prob.nodes) terms += n.configs.empty() ? 0 : 1;
+  terms += sp.built.prob.edges.size();
+  const frontier_result f =
+      scalar_stage_search(sp, mode, std::numeric_limits<cost_t>::max(), max_bytes,
+                          [w, cap](cost_t t, cost_t m) { return m + cost_t(w * double(std::min(t, cap))); });
+  if (f.points.empty()) return 0;
+  const cost_t s = f.points.front().memory;
+  return s > cost_t(terms) ? s - cost_t(terms) : 0;
+}
+
+/// The exact least time and least memory of stage problem `sp` (see least_stage_memory
+/// and least_stage_time).
+inline strategy_cost least_stage_cost(const stage_problem& sp, search_mode mode, cost_t memory_limit,
+                                      std::size_t max_bytes) {
+  strategy_cost r{0, least_stage_memory(sp, mode, memory_limit, max_bytes)};
+  if (r.memory != nothing_fits) r.time = least_stage_time(sp, mode, max_bytes);
   return r;
 }
 
 }  // namespace detail
+
+/// A point found already, as the job bounds see it: its cost and its tie key (p, k).
+struct known_point {
+  cost_t time = 0, memory = 0;
+  std::pair<int, int> key;
+};
+
+/// A region that holds every point a job can return (see the file comment): T >= time,
+/// M >= memory and, for each line (w, s), M + w (T - sends) >= s.
+struct job_region {
+  cost_t time = 0, memory = 0, sends = 0;
+  struct line {
+    double w;
+    cost_t s;
+  };
+  std::vector<line> lines;
+
+  /// A lower bound of the time of the job's points of memory at most m.
+  cost_t least_time_at(cost_t m) const {
+    cost_t t = time;
+    for (const line& l : lines)
+      if (l.w > 0 && l.s > m) {
+        const double x = std::floor(double(l.s - m) / l.w) - 1;
+        if (x > 0) t = std::max(t, cost_t(std::min(x, 9.0e18)) + sends);
+      }
+    return t;
+  }
+};
+
+/// Whether (t, m) with tie key `key` is dominated by the staircase `u` (memory ascending,
+/// time strictly descending): a point of u has no more memory and less time, or equal
+/// time and less memory or a key at most `key` (the point kept on an exact tie).
+inline bool dominated_by(const std::vector<known_point>& u, cost_t t, cost_t m, std::pair<int, int> key) {
+  auto it = std::upper_bound(u.begin(), u.end(), m, [](cost_t x, const known_point& q) { return x < q.memory; });
+  if (it == u.begin()) return false;
+  const auto& q = *std::prev(it);
+  if (q.time != t) return q.time < t;
+  return q.memory < m || q.key <= key;
+}
+
+/// Whether every point of `r` within `limit` is dominated by `u` (see the file comment,
+/// "regions"); if not, the memory of a point of r that is not (for choosing a line).
+struct region_check {
+  bool dominated = false;
+  cost_t at = 0;
+};
+inline region_check check_region(const std::vector<known_point>& u, const job_region& r, std::pair<int, int> key,
+                                 cost_t limit) {
+  if (r.memory > limit) return {true, 0};
+  // the least time at m only falls with m and u's best time changes only at its points,
+  // so the memories just below each point of u, and the limit, are the ones to check
+  std::vector<cost_t> at;
+  for (const auto& q : u)
+    if (q.memory > r.memory && q.memory - 1 <= limit) at.push_back(q.memory - 1);
+  at.push_back(limit);
+  if (!dominated_by(u, r.least_time_at(r.memory), r.memory, key)) return {false, r.memory};
+  for (cost_t m : at)
+    if (!dominated_by(u, r.least_time_at(m), m, key)) return {false, m};
+  return {true, 0};
+}
+
+/// A weight for a new line of a region not dominated at memory m: the slope (bytes per
+/// picosecond) of u around m, 0 when u gives none.
+inline double line_weight(const std::vector<known_point>& u, cost_t m) {
+  auto it = std::upper_bound(u.begin(), u.end(), m, [](cost_t x, const known_point& q) { return x < q.memory; });
+  if (it == u.begin()) return 0;
+  std::size_t j = std::size_t(it - u.begin()) - 1;
+  if (j + 1 == u.size()) {
+    if (j == 0) return 0;
+    --j;
+  }
+  const double dm = double(u[j + 1].memory - u[j].memory), dt = double(u[j].time - u[j + 1].time);
+  return dt > 0 ? dm / dt : 0;
+}
 
 }  // namespace tensoropt

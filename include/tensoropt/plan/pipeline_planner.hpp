@@ -4,8 +4,9 @@
 //
 // Jobs run in ascending order of a lower bound of their time (plan/pipeline_bounds.hpp;
 // ties: smaller p, then k), so that the fast plans found first bound the others; a job
-// whose least memory is above the limit, or whose least (time, memory) corner is beaten
-// by a point found already, is skipped. Skipping never changes the frontier (see there).
+// whose least memory is above the limit, or all of whose possible points (a region of
+// lower bounds) are dominated by points found already, is skipped. Skipping never
+// changes the frontier (see there).
 //
 // The union is kept as the jobs finish: a job's point becomes a plan only when no point
 // found so far is at least as good (on ties the smaller p, then k, wins), and the union
@@ -123,14 +124,16 @@ inline pipeline_frontier plan_pipeline_frontier(const op_graph& g, const cluster
         const auto tj = std::chrono::steady_clock::now();
         const job& jb = jobs[j];
         const op_graph micro = with_batch(g, g.batch / jb.k);
-        // a job is skipped when a known point beats its least time and least memory at once
-        // (strictly, or equal with a smaller (p, k)): every point it could find would be dropped
-        auto skip = [&](cost_t t, cost_t m) {
+        // the points found so far, for the job's skip test (plan/pipeline_bounds.hpp)
+        auto known = [&] {
           std::lock_guard lock(mu);
-          return detail::pipeline_dominated(pf.points, t, m, {int(jb.p), int(jb.k)});
+          std::vector<known_point> u;
+          u.reserve(pf.points.size());
+          for (const auto& q : pf.points) u.push_back({q.time, q.memory, {q.plan.degree, q.plan.micro_batches}});
+          return u;
         };
         detail::job_result r = dp ? detail::partition_job(g, micro, cl, o, jb.p, jb.k, so)
-                                  : detail::balanced_job(g, micro, cl, o, jb.p, jb.k, jb.bp, so, skip);
+                                  : detail::balanced_job(g, micro, cl, o, jb.p, jb.k, jb.bp, so, known, jb.floor);
         if (r.skipped) {
           std::lock_guard lock(mu);
           ++skipped;
@@ -182,7 +185,7 @@ inline pipeline_frontier plan_pipeline_frontier(const op_graph& g, const cluster
   pf.skipped_over_limit = over_limit;
   pf.notes.push_back(std::to_string(skipped) + " of " + std::to_string(jobs.size()) + " jobs skipped by bounds (" +
                      std::to_string(over_limit) + " with least memory above the limit, " +
-                     std::to_string(skipped - over_limit) + " with least time and memory beaten)");
+                     std::to_string(skipped - over_limit) + " with every possible point beaten)");
   pf.exact = exact && dp;
   pf.memory_note = o.runtime_peak ? attach_pipeline_peaks(pf, g, cl, o.build, hw, o.solve.memory_limit).describe()
                                   : "the additive memory of the fullest stage, what the search optimized (not the "

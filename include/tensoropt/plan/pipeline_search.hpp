@@ -71,6 +71,7 @@ struct pipeline_options {
   std::size_t max_dp_cuts = 24;        ///< automatic: the dynamic program up to this many cut points
   std::size_t threads = 0;             ///< jobs at once; 0 = every core
   bool skip_by_bounds = true;          ///< skip jobs that cannot add a point (plan/pipeline_bounds.hpp)
+  std::size_t max_lines = 3;           ///< lines of a job's region at most (scalar searches per stage class each)
   std::function<void(const std::string&)> progress;
   /// Replay each point's runtime stage peaks and keep the plans not dominated under
   /// (peak, time) (plan/pipeline_peak_frontier.hpp); false: the additive frontier as searched.
@@ -179,10 +180,11 @@ struct job_result {
   }
 };
 
-/// `skip(least time, least memory)` says when the job cannot add to what is known.
+/// `known()` gives the points found so far (a staircase) for the skip test of
+/// plan/pipeline_bounds.hpp; `floor` is the job's order bound (a lower bound of its time).
 inline job_result balanced_job(const op_graph& g, const op_graph& micro, const cluster& cl, const pipeline_options& o,
                                index_t p, index_t k, const balanced_partition& bp, const solve_options& so,
-                               const std::function<bool(cost_t, cost_t)>& skip = {}) {
+                               const std::function<std::vector<known_point>()>& known = {}, cost_t floor = 0) {
   job_result jr;
   const std::size_t P = std::size_t(p), n = g.ops.size();
   std::vector<std::size_t> rep_of(P), reps;
@@ -199,20 +201,43 @@ inline job_result balanced_job(const op_graph& g, const op_graph& micro, const c
   for (std::size_t s : reps)
     res->push_back(build_stage(micro, bp.starts[s], s + 1 < P ? bp.starts[s + 1] : n, cl, o, k, p, index_t(s)));
   if (o.skip_by_bounds) {
-    // the corner bound (pipeline_bounds.hpp): nothing fits, or a known point beats it
+    // the bounds of pipeline_bounds.hpp: nothing fits, or every point the job can give is beaten
     const auto tb = std::chrono::steady_clock::now();
-    strategy_cost least{0, 0};
+    job_region reg;
+    reg.sends = sends;
+    reg.time = floor;
     for (auto& r : *res) {
-      const strategy_cost c = least_stage_cost(*r.sp, o.mode, so.memory_limit, so.max_bytes);
-      least = {std::max(least.time, c.time), std::max(least.memory, c.memory)};
-      if (least.memory == nothing_fits) break;
+      reg.memory = std::max(reg.memory, least_stage_memory(*r.sp, o.mode, so.memory_limit, so.max_bytes));
+      if (reg.memory == nothing_fits) break;
+    }
+    jr.over_limit = reg.memory == nothing_fits || reg.memory > so.memory_limit;
+    const std::pair<int, int> key{int(p), int(k)};
+    if (!jr.over_limit && known) {
+      const std::vector<known_point> u = known();
+      // without a point of no more memory than the job's least, nothing can beat it
+      if (!u.empty() && u.front().memory <= reg.memory) {
+        cost_t lt = 0;
+        for (auto& r : *res) lt = std::max(lt, least_stage_time(*r.sp, o.mode, so.max_bytes));
+        reg.time = std::max(reg.time, lt + sends);
+        for (std::size_t line = 0;; ++line) {
+          const region_check c = check_region(u, reg, key, so.memory_limit);
+          if (c.dominated) {
+            jr.skipped = true;
+            break;
+          }
+          const double w = line_weight(u, c.at);
+          if (line == o.max_lines || w <= 0) break;
+          cost_t s = 0;
+          for (auto& r : *res) s = std::max(s, stage_line(*r.sp, o.mode, w, so.max_bytes));
+          const cost_t before = reg.least_time_at(c.at);
+          reg.lines.push_back({w, s});
+          if (reg.least_time_at(c.at) == before) break;  // no progress where it is not dominated
+        }
+      }
     }
     jr.bound_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - tb).count();
-    jr.over_limit = least.memory == nothing_fits || least.memory > so.memory_limit;
-    if (jr.over_limit || (skip && skip(least.time + sends, least.memory))) {
-      jr.skipped = true;
-      return jr;
-    }
+    if (jr.over_limit) jr.skipped = true;
+    if (jr.skipped) return jr;
   }
   for (auto& r : *res) {
     solve_stage(r, o, so);

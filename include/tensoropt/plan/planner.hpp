@@ -10,7 +10,16 @@
 // (exact, or fast: identical layers composed by powering under a stated restriction,
 // checked against weighted-sum optima of the unrestricted problem on every k that holds
 // points of the final union, once all are solved); a k whose least
-// memory exceeds the memory limit is skipped before any search. Baselines (data parallelism, Megatron tensor
+// memory exceeds the memory limit is skipped before any search. Branch and bound over the
+// micro-batch counts: jobs start in one fixed order (largest k first), and each fast-mode
+// job, after its coarse pass, hands on the points it guarantees and is bounded by those of
+// the jobs before it (search/repeated.hpp's repeated_bounds): its boundary layouts whose
+// coarse lower bound they dominate are skipped, and its sums drop partial strategies they
+// cover. A job waits only for the coarse passes of the jobs before it, so the result does
+// not depend on the number of threads or on which job finishes first; at epsilon 0 the
+// union is the one the jobs give alone (tested), and under epsilon it keeps the bound.
+// A fast-mode job is skipped before any search when those points already lie at or below
+// a lower bound of all its strategies (plan/job_bounds.hpp). Baselines (data parallelism, Megatron tensor
 // parallelism of every legal degree with data parallelism over the rest, and the
 // single-objective optimum: the least time with no memory limit, as OptCNN finds it) are
 // costed on the same model and placed against the frontier.
@@ -19,11 +28,15 @@
 #include <atomic>
 #include <bit>
 #include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <optional>
 #include <exception>
 #include <mutex>
 #include <thread>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +46,7 @@
 #include "../search/solve.hpp"
 #include "baselines.hpp"
 #include "build_problem.hpp"
+#include "job_bounds.hpp"
 #include "peak_frontier.hpp"
 #include "planned_frontier.hpp"
 #include "search_mode.hpp"
@@ -50,6 +64,10 @@ struct planner_options {
   std::size_t threads = 0;            ///< problems solved at once (one per k); 0 = every core
   search_mode mode = search_mode::automatic;  ///< exact, fast or chosen per problem
   bool check_restriction = true;      ///< fast mode: compare with weighted-sum optima
+  /// Fast-mode searches bound each other (search/repeated.hpp's repeated_bounds): each takes
+  /// the points guaranteed by the searches before it in a fixed order (largest k first);
+  /// false: every search runs alone (the same union with epsilon 0).
+  bool job_bounds = true;
   /// Replay each point's runtime peak and keep the plans not dominated under (peak, time)
   /// (plan/peak_frontier.hpp); false: report the additive frontier as searched.
   bool runtime_peak = true;
@@ -109,6 +127,30 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
   std::vector<std::vector<frontier_point>> entries(ks.size());
   pf.parts.resize(ks.size());
   std::mutex mu;
+  std::condition_variable published_cv;
+  // Jobs start in a fixed order (largest k first: the fewest activations, usually the
+  // low-memory end of the union); a fast-mode job is bounded by the points guaranteed by
+  // the jobs before it in that order, whatever the threads and their finishing order.
+  std::vector<std::size_t> order(ks.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return ks[x] > ks[y]; });
+  std::vector<std::optional<std::vector<frontier::point>>> published(ks.size());
+  auto publish = [&](std::size_t pos, std::vector<frontier::point> pts) {
+    std::lock_guard lock(mu);
+    if (!published[pos]) published[pos] = std::move(pts);
+    published_cv.notify_all();
+  };
+  auto published_before = [&](std::size_t pos) {
+    std::unique_lock lock(mu);
+    published_cv.wait(lock, [&] {
+      for (std::size_t i = 0; i < pos; ++i)
+        if (!published[i]) return false;
+      return true;
+    });
+    std::vector<frontier::point> all;
+    for (std::size_t i = 0; i < pos; ++i) all.insert(all.end(), published[i]->begin(), published[i]->end());
+    return all;
+  };
   std::atomic<std::size_t> next{0};
   std::size_t done = 0;
   std::exception_ptr failure;
@@ -117,7 +159,8 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
   solve_options so = opt.solve;
   if (so.max_bytes == 0) so.max_bytes = detail::default_max_bytes() / std::min(hw, std::max<std::size_t>(ks.size(), 1));
   auto work = [&] {
-    for (std::size_t idx; (idx = next++) < ks.size();) {
+    for (std::size_t pos; (pos = next++) < ks.size();) {
+      const std::size_t idx = order[pos];
       try {
         const index_t k = ks[idx];
         plan_part part;
@@ -152,11 +195,28 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
               std::to_string(sp.total) + " ops eliminated, " + detail::count_str(double(sp.points)) +
               " points in the last factor");
         };
-        if (least > double(opt.solve.memory_limit)) {
+        const bool fits = least <= double(opt.solve.memory_limit);
+        if (!fits || mc.mode != search_mode::fast || !opt.job_bounds) publish(pos, {});
+        if (!fits) {
           part.why = "skipped: even the least memory of every op exceeds the memory limit";
           part.frontier.exact = true;
+        } else if (mc.mode == search_mode::fast && opt.job_bounds && pos > 0 &&
+                   detail::all_dominated(detail::edge_free_bound(built->prob, opt.solve.memory_limit),
+                                         published_before(pos))) {
+          publish(pos, {});
+          part.why = "skipped: beaten before any search (the points of the larger micro-batch counts lie at or "
+                     "below a lower bound of every strategy: edges at their least cost)";
+          part.frontier.exact = true;
         } else if (mc.mode == search_mode::fast) {
-          part.frontier = solve_repeated(built->prob, mc.block, so);
+          repeated_bounds rbd;
+          // points past the time cap are erased from the union below, so they guarantee nothing
+          if (opt.job_bounds)
+            rbd.exchange = [&, pos, cap = built->time_cap](std::vector<frontier::point> mine) {
+              std::erase_if(mine, [&](const frontier::point& q) { return q.time >= cap; });
+              publish(pos, std::move(mine));
+              return published_before(pos);
+            };
+          part.frontier = solve_repeated(built->prob, mc.block, so, rbd);
         } else if (so.epsilon == 0 && !mc.block.instances.empty() && check_repeated(built->prob, mc.block).empty()) {
           part.frontier = solve_repeated_exact(built->prob, mc.block, so);  // exact, identical layers folded once
         } else {
@@ -183,9 +243,10 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
           for (std::size_t p = 0; p < pf.parts.size(); ++p)
             if (pf.parts[p].micro_batches == e.micro_batches) used[p] = true;
         for (std::size_t p = 0; p < pf.parts.size(); ++p)
-          if (!used[p] && !entries[p].empty() && !(opt.runtime_peak && peak_search_affordable(pf.parts[p], opt.peak_search)))
+          if (!used[p] && !(opt.runtime_peak && peak_search_affordable(pf.parts[p], opt.peak_search)))
             pf.parts[p].built.reset();
       } catch (...) {
+        publish(pos, {});
         std::lock_guard lock(mu);
         if (!failure) failure = std::current_exception();
         next = ks.size();
@@ -206,13 +267,17 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
     std::vector<std::size_t> to_check;
     for (std::size_t p = 0; p < pf.parts.size(); ++p)
       if (pf.parts[p].frontier.restricted && pf.parts[p].built) to_check.push_back(p);
+    // what the union returns (the searches bounded each other, so a part alone may lack
+    // points another covers)
+    std::vector<frontier::point> returned;
+    for (auto& e : merge_frontiers(entries)) returned.push_back({e.time, e.memory, -1});
     next = 0;
     auto check = [&] {
       for (std::size_t i; (i = next++) < to_check.size();) {
         try {
           auto& part = pf.parts[to_check[i]];
           auto tc = std::chrono::steady_clock::now();
-          part.check = check_restriction(part.built->prob, part.frontier, opt.solve.memory_limit);
+          part.check = check_restriction(part.built->prob, part.frontier, opt.solve.memory_limit, returned);
           part.check_seconds = detail::seconds_since(tc);
         } catch (...) {
           std::lock_guard lock(mu);

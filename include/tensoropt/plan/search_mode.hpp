@@ -118,12 +118,19 @@ struct restriction_check {
 };
 
 /// Compares `r` (points of a restricted search of `p`) with the optima of time + w x memory
-/// of the unrestricted `p` for the weights of the header.
-inline restriction_check check_restriction(const problem& p, const frontier_result& r, cost_t memory_limit) {
+/// of the unrestricted `p` for the weights of the header. `also`: costs of other points the
+/// caller returns with `r` (the planner's union over micro-batch counts, whose searches
+/// bound each other and so leave out of `r` what the others cover); the best of both counts.
+inline restriction_check check_restriction(const problem& p, const frontier_result& r, cost_t memory_limit,
+                                           const std::vector<frontier::point>& also = {}) {
   restriction_check out;
-  if (r.points.empty()) return out;
-  const double dt = double(r.points.front().time - r.points.back().time);
-  const double dm = double(r.points.back().memory - r.points.front().memory);
+  if (r.points.empty() && also.empty()) return out;
+  std::vector<frontier::point> ends;
+  for (auto& q : r.points) ends.push_back({q.time, q.memory, -1});
+  ends.insert(ends.end(), also.begin(), also.end());
+  const auto span = make_frontier(ends).points;
+  const double dt = double(span.front().time - span.back().time);
+  const double dm = double(span.back().memory - span.front().memory);
   const double slope = dm > 0 ? dt / dm : 0;
   std::vector<double> ws{0};
   if (slope > 0) ws.insert(ws.end(), {slope / 4, slope, slope * 4});
@@ -162,6 +169,11 @@ inline restriction_check check_restriction(const problem& p, const frontier_resu
     cost_t best = -1;
     for (auto& pt : r.points) {
       const cost_t v = cost_of(q, pt.choice).time;
+      if (best < 0 || v < best) best = v;
+    }
+    for (auto& pt : also) {
+      if (pt.memory > memory_limit) continue;
+      const cost_t v = cost_t(std::llround(raw(pt.time, pt.memory) / unit));
       if (best < 0 || v < best) best = v;
     }
     const cost_t o = opt.points.front().time;

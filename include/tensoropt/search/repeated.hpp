@@ -29,6 +29,13 @@
 // cells are computed (solve_conditioned's classes). Layouts are composed in order of their
 // coarse least time, and each sum drops partial sums that points already returned cover
 // after the least cost still to be added (detail/staircase_sum.hpp's dominance filter).
+// Searches whose frontiers end in one union (the planner's micro-batch counts) bound each
+// other the same way (`repeated_bounds`): after its coarse pass a search hands on the
+// points it guarantees, each coarse point with time x (1 + delta)^(D + 2) (the fine
+// composition covers a coarse point within that factor), and takes those of other searches
+// into both its layout skipping and its sums' filter. A guaranteed point stands for a
+// returned point at or below it, so the argument for points returned by this search
+// holds for them unchanged: at epsilon 0 the union is exact, else within the bound.
 //
 // epsilon. The budget ln(1 + epsilon) is split: half to the three inner solves (each
 // within (1 + e_in) by solve.hpp's bound), half over the D + 2 nested sums of the
@@ -40,6 +47,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -54,11 +62,25 @@ inline std::string check_repeated(const problem& p, const repeated_block& rb) {
   return detail::split_repeated(p, rb).why_not;
 }
 
+/// Bounds shared between searches whose frontiers are joined into one union (the planner's
+/// micro-batch counts). `exchange` is called once per search, after its coarse pass, with
+/// the points this search guarantees (for each, a point it returns has no more memory and
+/// no more time); it returns such points of other searches, which bound this one: a
+/// layout whose coarse lower bound they dominate is skipped, and partial sums they cover
+/// are dropped, as points this search returned would. The union then still covers every
+/// point of this search within the epsilon bound, provided every point given back is
+/// guaranteed by a search whose own bounds came only from others (the planner takes them
+/// from the searches before it in one fixed order, so nothing depends on threads).
+struct repeated_bounds {
+  std::function<std::vector<frontier::point>(std::vector<frontier::point>)> exchange;
+};
+
 /// The frontier of `p` under the restriction of the header (one layout b at every boundary
 /// between the identical layers of `rb`), by binary powering. Every point re-costs
 /// exactly with cost_of. `restricted` is set in the result and `note` states the
 /// restriction. Throws invalid_argument when `rb` cannot be powered (see check_repeated).
-inline frontier_result solve_repeated(const problem& p, const repeated_block& rb, const solve_options& o = {}) {
+inline frontier_result solve_repeated(const problem& p, const repeated_block& rb, const solve_options& o = {},
+                                      const repeated_bounds& bounds = {}) {
   validate(p);
   detail::require(o.epsilon >= 0, "solve: epsilon must be >= 0 (0 means exact)");
   const auto s = detail::split_repeated(p, rb);
@@ -258,7 +280,28 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t x, std::size_t y) { return coarse[x].back().time < coarse[y].back().time; });
   std::vector<detail::candidate> kept;  // staircase of the coarse points of kept layouts
-  std::size_t skipped = 0;
+  std::vector<detail::candidate> found;  // staircase of the points returned so far (the filter of compose)
+  std::size_t skipped = 0, outside = 0;
+  if (bounds.exchange) {
+    // This search guarantees its coarse points with time x (1 + delta)^(depth + 2): the
+    // fine composition covers each within that factor, and a skipped layout's points are
+    // covered by the points that skipped it.
+    const double f = std::pow(1 + delta, double(depth + 2));
+    std::vector<detail::candidate> mine;
+    for (auto& c : coarse) mine.insert(mine.end(), c.begin(), c.end());
+    detail::pareto_filter(mine);
+    std::vector<frontier::point> guaranteed;
+    for (auto& q : mine)
+      guaranteed.push_back(
+          {delta > 0 ? std::max(q.time, cost_t(std::ceil((long double)(q.time) * f))) : q.time, q.memory, -1});
+    for (auto& q : bounds.exchange(std::move(guaranteed))) {
+      kept.push_back({q.time, q.memory, -1, -1});
+      found.push_back({q.time, q.memory, -1, -1});
+    }
+    detail::pareto_filter(kept);
+    detail::pareto_filter(found);
+    outside = kept.size();
+  }
   auto same_costs = [](const std::vector<detail::candidate>& x, const std::vector<detail::candidate>& y) {
     if (x.size() != y.size()) return false;
     for (std::size_t i = 0; i < x.size(); ++i)
@@ -266,7 +309,6 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
     return true;
   };
   std::vector<std::size_t> kept_layouts;
-  std::vector<detail::candidate> found;  // staircase of the points returned so far (the filter of compose)
   for (std::size_t b : order) {
     // a layout whose three parts cost exactly as a kept one's adds only equal points
     bool twin = false;
@@ -308,7 +350,8 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
   r.note = "fast mode: one layout at every boundary between the " + std::to_string(L) +
            " identical layers (boundaries next to non-repeated parts free); " + std::to_string(nb) +
            " boundary layouts, each composed by binary powering (" + std::to_string(skipped) +
-           " skipped by bounds)";
+           " skipped by bounds" +
+           (bounds.exchange ? ", with " + std::to_string(outside) + " points of other searches" : std::string()) + ")";
   std::vector<int> sub;
   for (auto& x : all) {
     const pick& pk = picks[std::size_t(x.ta)];
