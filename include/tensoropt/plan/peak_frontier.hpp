@@ -84,11 +84,11 @@ struct peak_filter {
                     "the predicted runtime peak per plan (a replay of the executor's buffers, %.2fx .. %.2fx "
                     "the additive memory); the search optimized exactly an upper bound of the peak (additive "
                     "kept' + the largest per-op working set)%s on %zu of %zu micro-batch counts%s, and the additive "
-                    "memory; of %zu candidates, %zu were dropped: dominated under (peak, time), or %zu with a peak "
-                    "above the device",
+                    "memory; of %zu candidates (%zu from the additive search, %zu from the bound search), %zu were "
+                    "dropped: dominated under (peak, time), or %zu with a peak above the device",
                     ratio_lo, ratio_hi, eps, bound.searched, bound.parts,
                     bound.searched < bound.parts ? " (the others too large: additive memory only, then filtered)" : "",
-                    searched + bound.candidates, dropped, over);
+                    searched + bound.candidates, searched, bound.candidates, dropped, over);
       return b;
     }
     std::snprintf(b, sizeof b,
