@@ -294,6 +294,7 @@ to::cluster make_cluster(const to::plan_cli& c, const to::models::model_info& m,
 
 to::planner_options make_options(const to::plan_cli& c, const to::cluster& cl) {
   to::planner_options o;
+  to::apply_stack(c, o.build);
   // Plans that do not fit the device are of no use: the search drops them early.
   o.solve.memory_limit = to::to_byte_count(cl.gpu_spec.capacity);
   o.build.prec = to::parse_precision(c.precision);
@@ -311,11 +312,12 @@ int explore_devices(const to::plan_cli& c, const to::models::model_info& m, cons
   std::optional<to::seconds> time_target;
   if (c.memory_budget) budget = *c.memory_budget * 1_GiB;
   if (c.time_target) time_target = *c.time_target * 1_s;
-  std::printf("resource exploration for %.*s (budget %s%s)\n", int(m.name.size()), m.name.data(),
-              budget ? to::format_bytes(*budget).c_str() : "device capacity",
-              time_target ? (", time target " + to::format_seconds(*time_target)).c_str() : "");
   std::vector<to::index_t> counts(c.device_counts.begin(), c.device_counts.end());
   auto o = make_options(c, make_cluster(c, m, counts.front()));
+  std::printf("resource exploration for %.*s (budget %s%s), stack: %s\n", int(m.name.size()), m.name.data(),
+              budget ? to::format_bytes(*budget).c_str() : "device capacity",
+              time_target ? (", time target " + to::format_seconds(*time_target)).c_str() : "",
+              o.build.cost().stack().c_str());
   if (!c.quiet) o.progress = nullptr;
   const auto ex = to::explore_device_counts(
       g, counts, [&](to::index_t n) { return make_cluster(c, m, long(n)); }, budget, time_target, o);
@@ -344,6 +346,7 @@ int evaluate_strategy(const to::plan_cli& c, const to::op_graph& g, const to::cl
   const auto s = to::parse_strategy_spec(c.strategy);
   to::build_options bo;
   bo.prec = to::parse_precision(c.precision);
+  to::apply_stack(c, bo);
   bo.micro_batches = c.micro_batches ? to::index_t(*c.micro_batches) : 1;
   if (g.batch % bo.micro_batches != 0)
     throw to::invalid_argument("--micro-batches " + std::to_string(bo.micro_batches) + " does not divide the batch " +
@@ -352,8 +355,9 @@ int evaluate_strategy(const to::plan_cli& c, const to::op_graph& g, const to::cl
     const auto pp = to::plan_from_spec(g, cl.mesh, s, bo.micro_batches);
     const auto pc = to::evaluate_pipeline(g, pp, cl, bo);
     const double t = double(pc.time) / to::ps_per_second;
-    std::printf("strategy %s on %s, %lld micro-batches, precision %s: %s\n", c.strategy.c_str(), cl.describe().c_str(),
-                (long long)bo.micro_batches, std::string(bo.prec.name).c_str(), to::summarize_pipeline(g, pp).c_str());
+    std::printf("strategy %s on %s, %lld micro-batches, precision %s, stack: %s: %s\n", c.strategy.c_str(),
+                cl.describe().c_str(), (long long)bo.micro_batches, std::string(bo.prec.name).c_str(),
+                bo.cost().stack().c_str(), to::summarize_pipeline(g, pp).c_str());
     std::printf("predicted (1F1B): %s per iteration, %s on the fullest device (stage %d, %s), model FLOPs utilization "
                 "%.1f %%\n",
                 to::format_seconds(t).c_str(), to::format_bytes(double(pc.memory)).c_str(), pc.peak,
@@ -372,8 +376,9 @@ int evaluate_strategy(const to::plan_cli& c, const to::op_graph& g, const to::cl
     return 0;
   }
   const auto ev = to::evaluate_spec(s, g, cl, bo);
-  std::printf("strategy %s on %s, %lld micro-batch(es), precision %s\n", c.strategy.c_str(), cl.describe().c_str(),
-              (long long)bo.micro_batches, std::string(bo.prec.name).c_str());
+  std::printf("strategy %s on %s, %lld micro-batch(es), precision %s, stack: %s\n", c.strategy.c_str(),
+              cl.describe().c_str(), (long long)bo.micro_batches, std::string(bo.prec.name).c_str(),
+              bo.cost().stack().c_str());
   std::printf("predicted: %s per iteration, %s per device (%s), model FLOPs utilization %.1f %%\n",
               to::format_seconds(ev.time).c_str(), to::format_bytes(ev.memory).c_str(),
               ev.memory <= cl.gpu_spec.capacity.value ? "fits" : "does NOT fit the device", 100 * ev.mfu);
@@ -489,8 +494,9 @@ int run(int argc, char** argv) {
   const auto cl = make_cluster(c, m);
   if (!c.strategy.empty()) return evaluate_strategy(c, g, cl);
   const auto o = make_options(c, cl);
-  std::printf("cluster %s (%s per device), precision %s\n", cl.describe().c_str(),
-              to::format_bytes(cl.gpu_spec.capacity).c_str(), std::string(o.build.prec.name).c_str());
+  std::printf("cluster %s (%s per device), precision %s, stack: %s\n", cl.describe().c_str(),
+              to::format_bytes(cl.gpu_spec.capacity).c_str(), std::string(o.build.prec.name).c_str(),
+              o.build.cost().stack().c_str());
   std::fflush(stdout);
   if (c.pipeline) return plan_with_stages(c, m, g, cl, o);
   const auto pf = to::plan_frontier(g, cl, o);

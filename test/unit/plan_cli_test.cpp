@@ -1,6 +1,11 @@
-// The planner's command line: flags parse, bad values and unknown flags are refused.
+// The planner's command line: flags parse, bad values and unknown flags are refused;
+// the software-stack switches reach the cost model.
+#include <tensoropt/models/model_spec.hpp>
 #include <tensoropt/plan/cli.hpp>
+#include <tensoropt/plan/strategy_spec.hpp>
 #include <doctest/doctest.h>
+#include <cctype>
+#include <string>
 #include <vector>
 
 using namespace tensoropt;
@@ -123,4 +128,53 @@ TEST_CASE("--pipeline writes every output; --check-frontier reads a frontier and
   CHECK_THROWS_WITH_AS(parse({"--check-frontier", "f.json", "--problem-json", "p.json", "--pipeline"}),
                        doctest::Contains("--pipeline does not apply to --check-frontier"), invalid_argument);
   CHECK(plan_cli_usage().find("--check-frontier FILE") != std::string::npos);
+}
+
+TEST_CASE("software-stack switches: listed with defaults, applied to the cost model, bad values refused") {
+  std::string h;  // the help with its line wrapping undone
+  for (char ch : plan_cli_usage())
+    if (!std::isspace(static_cast<unsigned char>(ch))) h += ch;
+    else if (!h.empty() && h.back() != ' ') h += ' ';
+  CHECK(h.find("--attention KIND software stack") != std::string::npos);
+  CHECK(h.find("one of materialized, fused, default materialized") != std::string::npos);
+  for (const char* f : {"--fused-bn-relu", "--local-batch-norm", "--linear-bias-pass", "--regenerate-dropout"}) {
+    const auto at = h.find(std::string(f) + " software stack");
+    CHECK_MESSAGE(at != std::string::npos, f);
+    CHECK_MESSAGE(h.find("; default off", at) < h.find(" --", at + 2), f);
+  }
+  CHECK_THROWS_WITH_AS(parse({"--attention", "flash"}),
+                       doctest::Contains("--attention: expected one of materialized, fused, got 'flash'"),
+                       invalid_argument);
+  CHECK_THROWS_WITH_AS(parse({"--solve", "p.json", "--attention", "fused"}),
+                       doctest::Contains("--attention does not apply to --solve"), invalid_argument);
+  // defaults: what build_options assumes
+  build_options d;
+  apply_stack(parse({}), d);
+  CHECK(d.cost() == build_options{}.cost());
+  CHECK(d.cost().stack() ==
+        "attention materialized, fused-bn-relu off, local-batch-norm off, linear-bias-pass off, regenerate-dropout off");
+  // fused attention: the score tensors are neither written nor kept, so the same plan of a
+  // GPT is faster and lighter
+  const auto g = models::parse_model_spec("gpt:layers=2,hidden=256,heads=8,seq=512,vocab=1024,batch=8").lower();
+  const auto cl = cluster::nodes(1).gpus_per_node(2).gpu(gpus::a100_80gb);
+  const auto s = parse_strategy_spec("tp=2");
+  build_options fused;
+  apply_stack(parse({"--attention", "fused"}), fused);
+  CHECK(fused.attention == attention_kernel::fused);
+  CHECK(fused.cost().stack().find("attention fused") == 0);
+  const auto a = evaluate_spec(s, g, cl, d), b = evaluate_spec(s, g, cl, fused);
+  CHECK(b.time < a.time);
+  CHECK(b.memory < a.memory);
+  // every boolean switch is carried into the cost options
+  build_options all;
+  apply_stack(parse({"--fused-bn-relu", "--local-batch-norm", "--linear-bias-pass", "--regenerate-dropout"}), all);
+  CHECK(all.fused_bn_relu);
+  CHECK(all.local_batch_norm);
+  CHECK(all.linear_bias_pass);
+  CHECK(all.regenerate_dropout);
+  CHECK(all.attention == attention_kernel::materialized);
+  // a linear's bias in a pass of its own costs time
+  build_options bias;
+  apply_stack(parse({"--linear-bias-pass"}), bias);
+  CHECK(evaluate_spec(s, g, cl, bias).time > a.time);
 }

@@ -112,3 +112,33 @@ TEST_CASE("damaged plan files are refused naming the field") {
   CHECK_THROWS_WITH_AS((void)plan_for_graph(read_plan_json(bad), tiny()),
                        doctest::Contains("the degrees must divide the level"), invalid_argument);
 }
+
+TEST_CASE("the plan file records the software stack; a file without it reads as the defaults") {
+  const auto pf = plan_tiny(1, 2);
+  auto f = make_plan_file(*pf.fastest());
+  CHECK(f.attention == attention_kernel::materialized);  // plan_tiny plans with the default stack
+  CHECK(!f.fused_bn_relu);
+  f.attention = attention_kernel::fused;
+  f.linear_bias_pass = true;
+  f.regenerate_dropout = true;
+  const std::string text = write_plan_json(f);
+  const auto j = nlohmann::json::parse(text);
+  CHECK(j["stack"]["attention"] == "fused");
+  CHECK(j["stack"]["linear_bias_pass"] == true);
+  const auto back = read_plan_json(text);
+  CHECK(back.attention == attention_kernel::fused);
+  CHECK(back.linear_bias_pass);
+  CHECK(back.regenerate_dropout);
+  CHECK(!back.fused_bn_relu);
+  CHECK(!back.local_batch_norm);
+  // optional: removed, the defaults
+  auto old = j;
+  old.erase("stack");
+  const auto d = read_plan_json(old.dump());
+  CHECK(d.attention == attention_kernel::materialized);
+  CHECK(!d.linear_bias_pass);
+  CHECK_THROWS_WITH_AS((void)read_plan_json(with(text, "\"attention\":\"fused\"", "\"attention\":\"flash\"")),
+                       doctest::Contains("stack.attention: unknown attention implementation 'flash'"), format_error);
+  CHECK_THROWS_WITH_AS((void)read_plan_json(with(text, "\"fused_bn_relu\":false", "\"fused_bn_relu\":0")),
+                       doctest::Contains("stack.fused_bn_relu"), format_error);
+}

@@ -54,7 +54,10 @@
 // (--fuse-bn-relu 1 --fuse-bn-add-relu 1; cost/published_runs.hpp).
 #pragma once
 #include <cstdint>
+#include <string>
+#include <string_view>
 #include "../core/dtype.hpp"
+#include "../core/error.hpp"
 #include "../model/graph.hpp"
 #include "config.hpp"
 
@@ -65,6 +68,18 @@ enum class attention_kernel : std::uint8_t {
   materialized,  ///< scores, softmax and dropout written to memory (Megatron's unfused path)
   fused,         ///< FlashAttention: scores stay on chip; backward recomputes them
 };
+
+/// "materialized" or "fused": the name --attention takes.
+constexpr std::string_view attention_kernel_name(attention_kernel k) {
+  return k == attention_kernel::fused ? "fused" : "materialized";
+}
+
+/// The kernel named `s`; throws invalid_argument listing the valid names.
+inline attention_kernel parse_attention_kernel(std::string_view s) {
+  if (s == "materialized") return attention_kernel::materialized;
+  if (s == "fused") return attention_kernel::fused;
+  throw invalid_argument("unknown attention implementation '" + std::string(s) + "'; valid: materialized, fused");
+}
 
 namespace detail {
 /// Bytes of the score tensors a materialized attention core moves (file comment).

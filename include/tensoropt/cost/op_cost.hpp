@@ -59,6 +59,7 @@
 #pragma once
 #include <cstdint>
 #include <vector>
+#include <string>
 #include "../core/dtype.hpp"
 #include "../model/graph.hpp"
 #include "cluster.hpp"
@@ -87,6 +88,14 @@ struct cost_options {
   /// nn.Linear before the cuBLASLt bias epilogue; kernel_traffic.hpp).
   bool linear_bias_pass = false;
   constexpr bool operator==(const cost_options&) const = default;
+  /// The software-stack switches in one line, as tensoropt-plan's flags name them:
+  /// "attention materialized, fused-bn-relu off, ...".
+  std::string stack() const {
+    auto on = [](bool b) { return b ? " on" : " off"; };
+    return "attention " + std::string(attention_kernel_name(attention)) + ", fused-bn-relu" + on(fused_bn_relu) +
+           ", local-batch-norm" + on(local_batch_norm) + ", linear-bias-pass" + on(linear_bias_pass) +
+           ", regenerate-dropout" + on(regenerate_dropout);
+  }
 };
 
 /// Facts about an op that depend on the whole graph.

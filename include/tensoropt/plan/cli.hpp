@@ -14,6 +14,7 @@
 #include "../core/command_line.hpp"
 #include "../core/error.hpp"
 #include "../core/reflect.hpp"
+#include "build_problem.hpp"
 
 namespace tensoropt {
 
@@ -42,6 +43,9 @@ struct plan_cli {
   bool pipeline = false;                ///< search pipeline stages too (plan/pipeline_planner.hpp)
   bool no_baselines = false, quiet = false, help = false;
   bool all_points = false;  ///< table, plot and HTML show every point, not a 1 % cover
+  // the software stack the cost model assumes (cost_options)
+  std::string attention = "materialized";  ///< attention cores: materialized or fused
+  bool fused_bn_relu = false, local_batch_norm = false, linear_bias_pass = false, regenerate_dropout = false;
 
   given_flags given;  ///< the flags the command line named
   bool model_given() const { return given.has("model"); }
@@ -103,6 +107,17 @@ struct reflection<plan_cli> {
       field("html", &c::html, "report of the frontier").meta("FILE"),
       field("all-points", &c::all_points, "show every frontier point in the table, plot and HTML; default: a "
                                           "cover, every point within 1 % in time of a shown one with no more memory"),
+      field("attention", &c::attention, "software stack: attention cores materialized (scores, softmax and "
+                                        "dropout written to memory) or fused (FlashAttention-style)")
+          .one_of("materialized|fused").meta("KIND"),
+      field("fused-bn-relu", &c::fused_bn_relu, "software stack: batch norm runs fused with the ReLU (and "
+                                                "residual add) after it; default off"),
+      field("local-batch-norm", &c::local_batch_norm, "software stack: batch norm keeps per-device statistics "
+                                                      "(no all-reduce of its moments, no SyncBN); default off"),
+      field("linear-bias-pass", &c::linear_bias_pass, "software stack: a linear's bias is added by a pass of its "
+                                                      "own over the output (no cuBLASLt bias epilogue); default off"),
+      field("regenerate-dropout", &c::regenerate_dropout, "software stack: dropout masks are regenerated in "
+                                                          "backward instead of kept (the CPU runtime does); default off"),
       field("no-baselines", &c::no_baselines, "skip the baselines"),
       field("quiet", &c::quiet, "no progress on stderr"),
       field("help", &c::help, "print this help"));
@@ -143,9 +158,11 @@ inline plan_cli parse_plan_cli(int argc, const char* const* argv) {
     throw invalid_argument("--problem-json writes one problem, which needs one micro-batch count: "
                            "add --micro-batches K (e.g. --micro-batches 1)");
   if (!c.solve.empty()) {
-    static constexpr std::string_view model_flags[] = {"model", "devices", "nodes", "gpus-per-node", "gpu", "gpu-file",
-                                                       "precision", "batch", "device-counts", "time-target",
-                                                       "problem-json", "no-baselines", "save-plan", "strategy"};
+    static constexpr std::string_view model_flags[] = {
+        "model",         "devices",    "nodes",        "gpus-per-node", "gpu",      "gpu-file",
+        "precision",     "batch",      "device-counts", "time-target",  "problem-json", "no-baselines",
+        "save-plan",     "strategy",   "attention",     "fused-bn-relu", "local-batch-norm", "linear-bias-pass",
+        "regenerate-dropout"};
     for (auto f : model_flags)
       if (g.has(f))
         throw invalid_argument("--" + std::string(f) + " does not apply to --solve, which reads the problem "
@@ -167,6 +184,17 @@ inline plan_cli parse_plan_cli(int argc, const char* const* argv) {
     throw invalid_argument("--device-counts plans each listed count (nodes of --gpus-per-node devices): "
                            "drop --devices/--nodes");
   return c;
+}
+
+/// Sets the software-stack switches of `b` (cost_options) from --attention,
+/// --fused-bn-relu, --local-batch-norm, --linear-bias-pass and --regenerate-dropout.
+/// Throws invalid_argument on an unknown --attention value.
+inline void apply_stack(const plan_cli& c, build_options& b) {
+  b.attention = parse_attention_kernel(c.attention);
+  b.fused_bn_relu = c.fused_bn_relu;
+  b.local_batch_norm = c.local_batch_norm;
+  b.linear_bias_pass = c.linear_bias_pass;
+  b.regenerate_dropout = c.regenerate_dropout;
 }
 
 }  // namespace tensoropt

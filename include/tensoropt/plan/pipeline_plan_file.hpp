@@ -50,6 +50,7 @@ inline plan_file make_pipeline_plan_file(const op_graph& g, const cluster& cl, c
   f.gpus_per_node = cl.mesh.gpus_per_node;
   f.gpu = std::string(cl.gpu_spec.name);
   f.precision = std::string(bo.prec.name);
+  f.set_stack(bo);
   f.micro_batches = pp.micro_batches;
   f.time = from_picoseconds(q.time);
   f.memory = from_byte_count(q.reported_memory());  // the runtime peak where the planner replayed it

@@ -7,6 +7,9 @@
 //               "ops": <op count>, "parameters": <count>},
 //     "cluster": {"nodes": <n>, "gpus_per_node": <g>, "gpu": "<device preset>"},
 //     "precision": "fp32" | "bf16-mixed",
+//     "stack": {"attention": "materialized" | "fused", "fused_bn_relu": <bool>,
+//               "local_batch_norm": <bool>, "linear_bias_pass": <bool>,
+//               "regenerate_dropout": <bool>},   (optional: the cost model's software stack)
 //     "micro_batches": <k>,
 //     "time": <s per iteration, predicted>, "memory": <bytes per device, predicted: the runtime peak>,
 //     "summary": "<one line>",
@@ -26,6 +29,9 @@
 // device count is refused. Precision is checked by the runtime that runs it (the
 // CPU backend runs fp32).
 //
+// "stack" (added as an optional field under both versions) records the software-stack
+// switches the predicted time and memory assume (cost_options); a file without it was
+// planned with the defaults (materialized attention, every switch off).
 // Versioning: "/1" is the layout above without "pipeline"; "/2" adds it. Readers take
 // both and refuse other formats; new
 // optional fields may be added under the same version, and any change a reader
@@ -60,6 +66,9 @@ struct plan_file {
   double parameters = 0;
   index_t nodes = 1, gpus_per_node = 1;
   std::string gpu, precision;
+  /// the software stack of the prediction ("stack"; cost_options)
+  attention_kernel attention = attention_kernel::materialized;
+  bool fused_bn_relu = false, local_batch_norm = false, linear_bias_pass = false, regenerate_dropout = false;
   int micro_batches = 1;
   seconds time{};
   bytes memory{};
@@ -71,6 +80,14 @@ struct plan_file {
   std::vector<op_entry> receive{};
 
   index_t devices() const { return nodes * gpus_per_node; }
+  /// The software-stack switches of `b`.
+  void set_stack(const build_options& b) {
+    attention = b.attention;
+    fused_bn_relu = b.fused_bn_relu;
+    local_batch_norm = b.local_batch_norm;
+    linear_bias_pass = b.linear_bias_pass;
+    regenerate_dropout = b.regenerate_dropout;
+  }
 };
 
 /// The plan file of `p`; `spec` names the model the way a user gave it (may be empty).
@@ -87,6 +104,7 @@ inline plan_file make_plan_file(const plan& p, std::string spec = {}) {
   f.gpus_per_node = pf.cl.mesh.gpus_per_node;
   f.gpu = std::string(pf.cl.gpu_spec.name);
   f.precision = std::string(pf.build.prec.name);
+  f.set_stack(pf.build);
   f.micro_batches = p.micro_batches();
   f.time = p.time();
   f.memory = p.memory();
@@ -121,6 +139,9 @@ inline std::string write_plan_json(const plan_file& f) {
                    {"parameters", f.parameters}};
   head["cluster"] = {{"nodes", f.nodes}, {"gpus_per_node", f.gpus_per_node}, {"gpu", f.gpu}};
   head["precision"] = f.precision;
+  head["stack"] = {{"attention", attention_kernel_name(f.attention)}, {"fused_bn_relu", f.fused_bn_relu},
+                   {"local_batch_norm", f.local_batch_norm}, {"linear_bias_pass", f.linear_bias_pass},
+                   {"regenerate_dropout", f.regenerate_dropout}};
   head["micro_batches"] = f.micro_batches;
   head["time"] = f.time / seconds(1);
   head["memory"] = to_byte_count(f.memory);
@@ -235,6 +256,20 @@ inline plan_file read_plan_json(std::string_view text) {
     (void)parse_precision(f.precision);
   } catch (const invalid_argument& e) {
     throw format_error(std::string("precision: ") + e.what());
+  }
+  if (j.contains("stack")) {  // optional (file comment)
+    const auto& st = j["stack"];
+    if (!st.is_object()) throw format_error("stack: expected an object of software-stack switches");
+    try {
+      f.attention = parse_attention_kernel(json_string(json_field(st, "attention", "stack"), "stack.attention"));
+    } catch (const invalid_argument& e) {
+      throw format_error(std::string("stack.attention: ") + e.what());
+    }
+    f.fused_bn_relu = detail::plan_json_bool(json_field(st, "fused_bn_relu", "stack"), "stack.fused_bn_relu");
+    f.local_batch_norm = detail::plan_json_bool(json_field(st, "local_batch_norm", "stack"), "stack.local_batch_norm");
+    f.linear_bias_pass = detail::plan_json_bool(json_field(st, "linear_bias_pass", "stack"), "stack.linear_bias_pass");
+    f.regenerate_dropout =
+        detail::plan_json_bool(json_field(st, "regenerate_dropout", "stack"), "stack.regenerate_dropout");
   }
   f.micro_batches = int(plan_json_int(json_field(j, "micro_batches", ""), "micro_batches", 1, INT32_MAX));
   f.time = from_picoseconds(detail::json_seconds(json_field(j, "time", ""), "time"));
