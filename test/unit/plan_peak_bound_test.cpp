@@ -1,8 +1,8 @@
 // The peak bound (plan/peak_bound.hpp): kept' + the largest site term is never below
 // the replayed runtime peak (plan/memory_peak.hpp), on random plans of the runtime
 // tests' models on 1 to 8 devices and on 2 nodes x 2, with and without recompute,
-// sharded optimizer state and micro-batches; and the bound's problem keeps the built
-// problem's times and shape.
+// sharded optimizer state and micro-batches; how far above the peak it lies is held
+// to the measured maxima; and the bound's problem keeps the built problem's times and shape.
 #include <doctest/doctest.h>
 #include <tensoropt/plan/memory_peak.hpp>
 #include <tensoropt/plan/peak_bound.hpp>
@@ -12,8 +12,9 @@
 namespace to = tensoropt;
 
 namespace {
+/// Checks the bound on random plans and returns the largest bound / peak seen.
 template <class M>
-void check_random_plans(const char* name, int nodes, int per, int plans) {
+double check_random_plans(const char* name, int nodes, int per, int plans) {
   const auto g = to::with_global_batch(to::lower<M>(), 16);
   const auto cl = to::cluster::nodes(nodes).gpus_per_node(per);
   std::mt19937_64 rng(std::uint64_t(nodes * 100 + per));
@@ -53,14 +54,19 @@ void check_random_plans(const char* name, int nodes, int per, int plans) {
     }
   }
   MESSAGE(std::string(name), " on ", nodes, " x ", per, ": bound / peak ", lo, " .. ", hi);
+  return hi;
 }
 }  // namespace
 
 TEST_CASE("the bound is never below the replayed peak on random plans") {
   for (auto [nodes, per] : {std::pair{1, 1}, {1, 2}, {1, 3}, {1, 4}, {1, 5}, {1, 6}, {1, 8}, {2, 2}}) {
-    check_random_plans<rt_test::mlp_of<16>>("mlp", nodes, per, 60);
-    check_random_plans<rt_test::gpt_of<16>>("gpt", nodes, per, 60);
-    check_random_plans<rt_test::cnn_of<16>>("cnn", nodes, per, 60);
-    check_random_plans<rt_test::moe_of<16>>("moe", nodes, per, 60);
+    // how tight: the largest ratios measured (mlp 1.71, gpt 2.31 on one device and 3.82 on
+    // 1 x 8, cnn 2.40, moe 2.07) with about 5 % headroom; the GPT's one-device limit fails
+    // if every input of every rebuilt recompute op is charged again (3.38x there)
+    INFO(nodes << " x " << per);
+    CHECK(check_random_plans<rt_test::mlp_of<16>>("mlp", nodes, per, 60) <= 1.8);
+    CHECK(check_random_plans<rt_test::gpt_of<16>>("gpt", nodes, per, 60) <= (nodes * per == 1 ? 2.45 : 4.0));
+    CHECK(check_random_plans<rt_test::cnn_of<16>>("cnn", nodes, per, 60) <= 2.55);
+    CHECK(check_random_plans<rt_test::moe_of<16>>("moe", nodes, per, 60) <= 2.2);
   }
 }
