@@ -20,12 +20,10 @@
 #include "../runtime/gpu_calibration.hpp"
 #include "error.cuh"
 #include "gemm.cuh"
+#include "libraries.cuh"
 #include "launch.cuh"
 #include "memory.cuh"
 #include "stream.cuh"
-#ifdef TENSOROPT_HAS_NCCL
-#include <nccl.h>
-#endif
 
 namespace tensoropt::cuda {
 
@@ -74,7 +72,7 @@ inline double all_reduce_busbw(int n, std::size_t bytes, double budget) {
   std::vector<ncclComm_t> comms(n);
   std::vector<int> devs(n);
   for (int i = 0; i < n; ++i) devs[i] = i;
-  TENSOROPT_NCCL_CHECK(ncclCommInitAll(comms.data(), n, devs.data()));
+  TENSOROPT_NCCL_CHECK(nccl_api().ncclCommInitAll(comms.data(), n, devs.data()));
   const std::size_t count = bytes / sizeof(float);
   std::vector<float*> bufs(n, nullptr);
   std::vector<cudaStream_t> streams(n, nullptr);
@@ -83,7 +81,7 @@ inline double all_reduce_busbw(int n, std::size_t bytes, double budget) {
       (void)cudaSetDevice(i);
       if (streams[i]) (void)cudaStreamSynchronize(streams[i]), (void)cudaStreamDestroy(streams[i]);
       if (bufs[i]) (void)cudaFree(bufs[i]);
-      (void)ncclCommDestroy(comms[i]);
+      (void)nccl_api().ncclCommDestroy(comms[i]);
     }
   };
   try {
@@ -94,10 +92,11 @@ inline double all_reduce_busbw(int n, std::size_t bytes, double budget) {
       TENSOROPT_CUDA_CHECK(cudaMemsetAsync(bufs[i], 0, count * sizeof(float), streams[i]));
     }
     auto once = [&] {
-      TENSOROPT_NCCL_CHECK(ncclGroupStart());
+      TENSOROPT_NCCL_CHECK(nccl_api().ncclGroupStart());
       for (int i = 0; i < n; ++i)
-        TENSOROPT_NCCL_CHECK(ncclAllReduce(bufs[i], bufs[i], count, ncclFloat, ncclSum, comms[i], streams[i]));
-      TENSOROPT_NCCL_CHECK(ncclGroupEnd());
+        TENSOROPT_NCCL_CHECK(
+            nccl_api().ncclAllReduce(bufs[i], bufs[i], count, ncclFloat, ncclSum, comms[i], streams[i]));
+      TENSOROPT_NCCL_CHECK(nccl_api().ncclGroupEnd());
       for (int i = 0; i < n; ++i) {
         TENSOROPT_CUDA_CHECK(cudaSetDevice(i));
         TENSOROPT_CUDA_CHECK(cudaStreamSynchronize(streams[i]));
