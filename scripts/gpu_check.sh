@@ -36,11 +36,13 @@ build_bundle() {
     echo "gpu_check: no nvcc here and no gpu_bundle/: build the bundle on a machine with the CUDA toolkit" >&2
     return 1
   fi
+  mkdir -p "$b"  # its logs live inside it (build-gpu/ is git-ignored)
   cmake -S "$here" -B "$b" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-        -DTENSOROPT_BUILD_EXAMPLES=OFF >"$b.configure.log" 2>&1 ||
-    { tail -20 "$b.configure.log"; return 1; }
-  if ! grep -q "backend ON" "$b.configure.log"; then
-    echo "gpu_check: this tree cannot build the CUDA backend here: $(grep 'tensoropt: CUDA' "$b.configure.log")" >&2
+        -DTENSOROPT_BUILD_EXAMPLES=OFF >"$b/gpu_check.configure.log" 2>&1 ||
+    { tail -20 "$b/gpu_check.configure.log"; return 1; }
+  if ! grep -q "backend ON" "$b/gpu_check.configure.log"; then
+    echo "gpu_check: this tree cannot build the CUDA backend here:" \
+         "$(grep 'tensoropt: CUDA' "$b/gpu_check.configure.log")" >&2
     echo "gpu_check: it needs nvcc, the CUDA toolkit, NCCL (libnccl-dev) and include/tensoropt/cuda/*.cuh" >&2
     return 1
   fi
@@ -49,7 +51,8 @@ build_bundle() {
   for t in $(ctest --test-dir "$b" -N -L gpu | sed -n 's/.*Test *#[0-9]*: cuda\.\([A-Za-z0-9_]*\)$/\1/p'); do
     targets="$targets cuda_$t"
   done
-  cmake --build "$b" -j"${JOBS:-1}" --target $targets >"$b.build.log" 2>&1 || { tail -30 "$b.build.log"; return 1; }
+  cmake --build "$b" -j"${JOBS:-1}" --target $targets >"$b/gpu_check.build.log" 2>&1 ||
+    { tail -30 "$b/gpu_check.build.log"; return 1; }
   rm -rf "$bundle" && mkdir -p "$bundle"
   "$b/test/gpu/backend_check_cpu" --write "$bundle/backend_reference.txt" || return 1
   cp "$b/test/gpu/backend_check_cuda" "$b/bench/gpu_bench" "$b/bench/gpu_calibrate" "$here/bench/gpt_torch.py" \
@@ -104,8 +107,10 @@ run_step() {  # name, log file, command...
   if [ $rc -eq 0 ]; then row "$name" ok "${dt}s"
   elif [ $rc -eq 77 ]; then row "$name" skipped "$(tail -1 "$log")"
   else  # the first error line of this step's own output
-    row "$name" FAIL "exit $rc: $(tail -c +"$from" "$log" | grep -m1 -E 'cannot load|is not a usable|error while loading|FAIL|error' ||
-                                 tail -1 "$log")"
+    local first
+    first=$(tail -c +"$from" "$log" | grep -m1 -E 'cannot load|is not a usable|error while loading|FAIL|error') ||
+      first=$(tail -1 "$log")
+    row "$name" FAIL "exit $rc: $first"
     fails=$((fails + 1))
   fi
 }
