@@ -1,7 +1,8 @@
 // gpu_calibrate: measures this machine's GPU (bf16 / fp32 GEMM rates over a few
-// shapes, copy bandwidth, launch cost, memory, NCCL all-reduce bandwidth with >= 2
-// GPUs; runtime/gpu_calibration.hpp says how) and writes the device preset file
-// (tensoropt-device/1) that `tensoropt-plan --gpu-file FILE` plans with.
+// shapes and by contraction length, copy bandwidth, launch cost, memory, NCCL
+// all-reduce bandwidth with >= 2 GPUs; runtime/gpu_calibration.hpp says how) and
+// writes the device preset file (tensoropt-device/2, with the GEMM table) that
+// `tensoropt-plan --gpu-file FILE` plans with.
 //
 //   gpu_calibrate --out FILE [--device N] [--seconds S] [--links-from PRESET]
 //
@@ -32,7 +33,7 @@ template <>
 struct to::reflection<calibrate_cli> {
   using c = calibrate_cli;
   static constexpr auto fields = boost::hana::make_tuple(
-      field("out", &c::out, "write the device preset file (tensoropt-device/1) here").meta("FILE"),
+      field("out", &c::out, "write the device preset file (tensoropt-device/2) here").meta("FILE"),
       field("device", &c::device, "CUDA device to measure").range(0, 1023).meta("N"),
       field("seconds", &c::seconds, "time budget of each measured figure").range_open_lo(0, 60).meta("S"),
       field("links-from", &c::links_from, "preset whose link figures are used when they are not measured "
@@ -66,6 +67,9 @@ int main(int argc, char** argv) {
     std::printf("device %d of %d: %s, %.1f GiB\n", o.device, cal.gpus, cal.name.c_str(), cal.capacity_bytes / to::gib);
     for (const auto& g : cal.gemms)
       std::printf("  GEMM %-4s %5ld x %5ld x %5ld  %8.1f TFLOP/s\n", g.dtype.c_str(), g.m, g.n, g.k, g.flops / 1e12);
+    for (const auto& g : cal.shape_table)
+      std::printf("  GEMM table %-4s %5ld x %5ld x %5ld  %8.1f TFLOP/s\n", g.dtype.c_str(), g.m, g.n, g.k,
+                  g.flops / 1e12);
     std::printf("  copy bandwidth        %8.1f GB/s (read + write)\n", cal.copy_bandwidth / 1e9);
     std::printf("  launch cost           %8.2f us per kernel\n", cal.launch_seconds * 1e6);
     if (cal.all_reduce_busbw > 0)

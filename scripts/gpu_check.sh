@@ -10,11 +10,16 @@
 # The bundle (gpu_bundle/: binaries, the CPU reference, a few MiB) is what travels
 # to a GPU machine that has the CUDA driver, the CUDA 13 runtime libraries, NCCL
 # and PyTorch but no Boost, OpenBLAS or doctest; there the script finds the bundle
-# and only runs (gpu_bundle/ is git-ignored: carry it explicitly). A missing shared
-# library (libcublasLt, libnccl) makes the loader print one line naming it; the
-# script then names the package to install. Measured here (no GPU, 2 busy cores):
-# the bundle is 8.7 MiB; building it took 1.5 min of CPU (15 min wall); gpu_calibrate,
-# added since, is 2.7 MiB more (its binary, unstripped).
+# and only runs (gpu_bundle/ is git-ignored: carry it explicitly). The binaries link
+# the CUDA runtime statically and load cuBLASLt and NCCL at run time: the script puts
+# pip's copies (nvidia-* wheels) on the loader's path, and a missing one is one line
+# from the program naming it and the fix (TENSOROPT_CUBLASLT_LIBRARY /
+# TENSOROPT_NCCL_LIBRARY point at a file elsewhere). cuda_libraries checks the
+# loading first, without a device. The summary lists the calibration's GEMM table
+# (the device file's "gemm-shapes", by contraction length).
+# Measured here (no GPU, 2 cores shared with five other builds, load 12): building
+# the bundle from an empty build-gpu/ took 282 s user + 14 s sys (29 min wall); it
+# is 13 MiB stripped (16 MiB before; the CUDA runtime is now linked into each binary).
 set -u -o pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bundle=$here/gpu_bundle
@@ -31,11 +36,13 @@ build_bundle() {
     echo "gpu_check: no nvcc here and no gpu_bundle/: build the bundle on a machine with the CUDA toolkit" >&2
     return 1
   fi
+  mkdir -p "$b"  # its logs live inside it (build-gpu/ is git-ignored)
   cmake -S "$here" -B "$b" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-        -DTENSOROPT_BUILD_EXAMPLES=OFF >"$b.configure.log" 2>&1 ||
-    { tail -20 "$b.configure.log"; return 1; }
-  if ! grep -q "backend ON" "$b.configure.log"; then
-    echo "gpu_check: this tree cannot build the CUDA backend here: $(grep 'tensoropt: CUDA' "$b.configure.log")" >&2
+        -DTENSOROPT_BUILD_EXAMPLES=OFF >"$b/gpu_check.configure.log" 2>&1 ||
+    { tail -20 "$b/gpu_check.configure.log"; return 1; }
+  if ! grep -q "backend ON" "$b/gpu_check.configure.log"; then
+    echo "gpu_check: this tree cannot build the CUDA backend here:" \
+         "$(grep 'tensoropt: CUDA' "$b/gpu_check.configure.log")" >&2
     echo "gpu_check: it needs nvcc, the CUDA toolkit, NCCL (libnccl-dev) and include/tensoropt/cuda/*.cuh" >&2
     return 1
   fi
@@ -44,12 +51,17 @@ build_bundle() {
   for t in $(ctest --test-dir "$b" -N -L gpu | sed -n 's/.*Test *#[0-9]*: cuda\.\([A-Za-z0-9_]*\)$/\1/p'); do
     targets="$targets cuda_$t"
   done
-  cmake --build "$b" -j"${JOBS:-1}" --target $targets >"$b.build.log" 2>&1 || { tail -30 "$b.build.log"; return 1; }
+  cmake --build "$b" -j"${JOBS:-1}" --target $targets >"$b/gpu_check.build.log" 2>&1 ||
+    { tail -30 "$b/gpu_check.build.log"; return 1; }
   rm -rf "$bundle" && mkdir -p "$bundle"
   "$b/test/gpu/backend_check_cpu" --write "$bundle/backend_reference.txt" || return 1
   cp "$b/test/gpu/backend_check_cuda" "$b/bench/gpu_bench" "$b/bench/gpu_calibrate" "$here/bench/gpt_torch.py" \
      "$bundle/"
   for t in "$b"/test/cuda/cuda_*; do [ -x "$t" ] && cp "$t" "$bundle/"; done
+  # symbol tables are not needed to run (saves about 3 of 16 MiB)
+  if command -v strip >/dev/null; then
+    for t in "$bundle"/*; do [ -x "$t" ] && [ "${t%.py}" = "$t" ] && strip "$t"; done
+  fi
   du -sh "$bundle" | sed 's/^/gpu_check: bundle /'
 }
 
@@ -67,9 +79,12 @@ for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
 done
 py=$(command -v python3 || true)
 if [ -n "$py" ]; then
-  for mod in nvidia.nccl nvidia.cublas nvidia.cuda_runtime; do
-    d=$("$py" -c "import $mod, os; print(os.path.join(list($mod.__path__)[0], 'lib'))" 2>/dev/null) &&
-      [ -d "$d" ] && export LD_LIBRARY_PATH=$d:$LD_LIBRARY_PATH
+  # every folder of the nvidia.* wheels holding libnccl / libcublasLt (their layout
+  # differs between CUDA 12 and 13 wheels)
+  roots=$("$py" -c "import nvidia; print('\n'.join(nvidia.__path__))" 2>/dev/null || true)
+  for d in $(for r in $roots; do find "$r" -maxdepth 4 \( -name 'libnccl.so.*' -o -name 'libcublasLt.so.*' \) \
+               -printf '%h\n' 2>/dev/null; done | sort -u); do
+    export LD_LIBRARY_PATH=$d:$LD_LIBRARY_PATH
   done
 fi
 
@@ -86,13 +101,16 @@ fails=0
 run_step() {  # name, log file, command...
   local name=$1 log=$2
   shift 2
-  local t0=$(date +%s)
+  local t0=$(date +%s) from=$(( $(wc -c <"$log") + 1 ))
   "$@" >>"$log" 2>&1
   local rc=$? dt=$(( $(date +%s) - t0 ))
   if [ $rc -eq 0 ]; then row "$name" ok "${dt}s"
   elif [ $rc -eq 77 ]; then row "$name" skipped "$(tail -1 "$log")"
-  else
-    row "$name" FAIL "exit $rc: $(grep -m1 -E 'error while loading|FAIL|error' "$log" || tail -1 "$log")"
+  else  # the first error line of this step's own output
+    local first
+    first=$(tail -c +"$from" "$log" | grep -m1 -E 'cannot load|is not a usable|error while loading|FAIL|error') ||
+      first=$(tail -1 "$log")
+    row "$name" FAIL "exit $rc: $first"
     fails=$((fails + 1))
   fi
 }
@@ -109,9 +127,13 @@ check_log=$out/backend_check.log
 run_step "cuda vs cpu equivalence" "$check_log" timeout 180 "$bundle/backend_check_cuda" --check \
   "$bundle/backend_reference.txt"
 grep -E '^[a-z].* (ok|FAIL|NOT RUN) ' "$check_log" | sed 's/^/  /' | tee -a "$summary"
-if grep -q "error while loading shared libraries" "$tests_log" "$check_log"; then
-  echo "gpu_check: a shared library is missing (see above): install the CUDA 13 runtime + cuBLAS and NCCL" \
-       "(pip: nvidia-cublas, nvidia-nccl-cu13), or add their lib folders to LD_LIBRARY_PATH" | tee -a "$summary"
+# a program's own error (PROG: ... or a test case that threw it), not cuda_libraries'
+# deliberate bad paths, which it prints indented
+missing='^[A-Za-z0-9_]+: (cannot load |[^ ]+ is not a usable )|threw (cannot load |[^ ]+ is not a usable )'
+if grep -q -E "$missing|error while loading shared libraries" "$tests_log" "$check_log"; then
+  echo "gpu_check: cuBLASLt or NCCL is missing (see above): install the CUDA 13 cuBLAS and NCCL (pip:" \
+       "nvidia-cublas, nvidia-nccl-cu13), add their lib folders to LD_LIBRARY_PATH, or set" \
+       "TENSOROPT_CUBLASLT_LIBRARY / TENSOROPT_NCCL_LIBRARY to the files" | tee -a "$summary"
 fi
 bench_log=$out/bench.log
 : >"$bench_log"
@@ -120,7 +142,7 @@ run_step "bench: gpu_bench bf16 (tensoropt)" "$bench_log" timeout 240 "$bundle/g
 run_step "bench: PyTorch eager plain + SDPA" "$bench_log" timeout 240 python3 "$bundle/gpt_torch.py" --steps 10 \
   --json "$out/bench_torch.json"
 grep -E "step .* ms|MFU|predicted|memory:" "$bench_log" | sed 's/^/  /' | tee -a "$summary"
-# the device preset file (tensoropt-device/1): tensoropt-plan --gpu-file gpu_device.json
+# the device preset file (tensoropt-device/2, with the GEMM table): tensoropt-plan --gpu-file gpu_device.json
 run_step "GPU calibration (--gpu-file)" "$bench_log" timeout 120 "$bundle/gpu_calibrate" --seconds 0.1 \
   --out "$out/gpu_device.json"
 grep -E "^device [0-9]+ of [0-9]+:|^  (GEMM|copy|launch|all-reduce)" "$bench_log" | sed 's/^/  /' | tee -a "$summary"

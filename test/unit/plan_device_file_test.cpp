@@ -1,7 +1,9 @@
-// Device preset files (tensoropt-device/1): round trip, the planner plans with the
-// file's figures (a faster GEMM rate gives a faster plan, a smaller memory a
-// refusal), and bad files give one line naming the field.
+// Device preset files (tensoropt-device/1 and /2): round trip, the planner plans
+// with the file's figures (a faster GEMM rate gives a faster plan, a smaller memory
+// a refusal), a GEMM table changes a linear's time as cost/gemm_table.hpp's formula
+// says, and bad files give one line naming the field.
 #include <doctest/doctest.h>
+#include <tensoropt/cost/op_cost.hpp>
 #include <tensoropt/models/gpt.hpp>
 #include <tensoropt/plan/cli.hpp>
 #include <tensoropt/plan/device_file.hpp>
@@ -11,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include "cost_test_graphs.hpp"
 
 using namespace tensoropt;
 
@@ -24,6 +27,16 @@ device_file sample() {
   f.measured = {"memory-gib", "bf16-tflops", "fp32-tflops", "hbm-gbs", "launch-us"};
   return f;
 }
+/// sample() with a GEMM table: bf16 at m = n = 8192, k 512 / 2048 / 8192, and one fp32 row.
+device_file sample_with_table() {
+  device_file f = sample();
+  f.gemm_shapes = {{dtype::bf16, 8192, 8192, 2048, 600e12},
+                   {dtype::bf16, 8192, 8192, 512, 400e12},
+                   {dtype::bf16, 8192, 8192, 8192, 700e12},
+                   {dtype::fp32, 8192, 8192, 1024, 40e12}};
+  f.measured.push_back("gemm-shapes");
+  return f;
+}
 std::string refusal(const std::string& text) {
   try {
     read_device_json(text);
@@ -34,10 +47,10 @@ std::string refusal(const std::string& text) {
   }
   return "accepted";
 }
-/// The JSON of sample() with `edit` applied to it.
+/// The JSON of `f` (sample()) with `edit` applied to it.
 template <class F>
-std::string edited(F edit) {
-  auto j = nlohmann::json::parse(device_json(sample()));
+std::string edited(F edit, const device_file& f = sample()) {
+  auto j = nlohmann::json::parse(device_json(f));
   edit(j);
   return j.dump();
 }
@@ -100,8 +113,9 @@ TEST_CASE("device file: bad files are one line naming the field") {
   CHECK(refusal(edited([](auto& j) { j["device"]["fp32-tflops"] = "fast"; })).find("device.fp32-tflops") !=
         std::string::npos);
   CHECK(refusal(edited([](auto& j) { j["device"]["tdp"] = 700; })).find("tdp") != std::string::npos);
-  CHECK(refusal(edited([](auto& j) { j["format"] = "tensoropt-plan/1"; })).find("format: expected \"tensoropt-device/1\"") !=
-        std::string::npos);
+  CHECK(refusal(edited([](auto& j) {
+          j["format"] = "tensoropt-plan/1";
+        })).find("format: expected \"tensoropt-device/1\"") != std::string::npos);
   CHECK(refusal(edited([](auto& j) { j.erase("format"); })).find("format: missing field") != std::string::npos);
   CHECK(refusal(edited([](auto& j) { j["launch-us"] = -1; })).find("launch-us") != std::string::npos);
   CHECK(refusal(edited([](auto& j) { j.erase("launch-us"); })).find("launch-us: missing field") != std::string::npos);
@@ -185,4 +199,127 @@ TEST_CASE("GPU calibration without the CUDA target") {
   CHECK_FALSE(runtime::calibrate_gpu({}, c, why));
   CHECK(why == "no device");
   CHECK(c.name == "fake");
+}
+
+TEST_CASE("device file: a GEMM table is format 2; format 1 files still read") {
+  const auto f = sample_with_table();
+  const std::string text = device_json(f);
+  CHECK(text.find("\"format\": \"tensoropt-device/2\"") != std::string::npos);
+  CHECK(text.find("\"gemm-shapes\"") != std::string::npos);
+  CHECK(read_device_json(text) == f);
+  // no table: format 1, as before (older readers read it), and read here
+  CHECK(device_json(sample()).find("\"format\": \"tensoropt-device/1\"") != std::string::npos);
+  CHECK(read_device_json(device_json(sample())).gemm_shapes.empty());
+  // a format 2 file without a table reads too
+  CHECK(read_device_json(edited([](auto& j) { j["format"] = "tensoropt-device/2"; })) == sample());
+  const device d = device_of(f);
+  REQUIRE(d.gemm_measured != nullptr);
+  CHECK(d.gemm_measured->of(dtype::bf16)->k == std::vector<double>{512, 2048, 8192});
+  CHECK(d.gemm_measured->of(dtype::fp16) == d.gemm_measured->of(dtype::bf16));
+  CHECK(d.gemm_measured->of(dtype::fp32)->k == std::vector<double>{1024});
+  CHECK(device_of(sample()).gemm_measured == nullptr);
+  CHECK(device_of(read_device_json(text)).gemm_measured == d.gemm_measured);  // one copy per distinct table
+}
+
+TEST_CASE("device file: a GEMM table sets a linear's factors and time as the formula says") {
+  const device d = device_of(sample_with_table());
+  // factor(K) = rate / (peak * f / (f + h)), f = 2 m n k, h = 5 us at the bf16 peak (E = 1)
+  const double h = 700e12 * 5e-6;
+  CHECK(d.gemm_half_flops == doctest::Approx(h));
+  auto factor = [&](double rate, double peak, double k) {
+    const double f = 2.0 * 8192 * 8192 * k;
+    return rate / (peak * (f / (f + h)));
+  };
+  const double f512 = factor(400e12, 700e12, 512), f2048 = factor(600e12, 700e12, 2048),
+               f8192 = factor(700e12, 700e12, 8192);
+  // K: forward 1024, data gradient 4096, weight gradient 8192 (the tokens)
+  const op_graph g = testing::mlp(8192, {1024, 4096});
+  const auto s = shape_factors(g, g.ops[1], op_config{}, d);
+  const double dgrad = (f2048 + f8192) / 2;  // 4096: half way between 2048 and 8192 in log k
+  CHECK(s.forward == doctest::Approx((f512 + f2048) / 2).epsilon(1e-12));
+  CHECK(s.backward == doctest::Approx(2 / (1 / dgrad + 1 / f8192)).epsilon(1e-12));
+  // below the smallest k: the fitted K / (K + 157) scaled to meet it; above the largest: flat
+  const op_graph small = testing::mlp(64, {1024, 4096}), large = testing::mlp(32768, {16384, 4096});
+  const double w64 = f512 * (64.0 / (64 + 157)) / (512.0 / (512 + 157));
+  CHECK(shape_factors(small, small.ops[1], op_config{}, d).backward ==
+        doctest::Approx(2 / (1 / dgrad + 1 / w64)).epsilon(1e-12));
+  CHECK(shape_factors(large, large.ops[1], op_config{}, d).forward == doctest::Approx(f8192).epsilon(1e-12));
+  // fp32 GEMMs read the fp32 rows (one: flat above it)
+  const double fp = factor(40e12, 50e12, 1024);
+  CHECK(shape_factors(g, g.ops[1], op_config{}, d, dtype::fp32).forward == doctest::Approx(fp).epsilon(1e-12));
+  CHECK(shape_factors(g, g.ops[1], op_config{}, d, dtype::fp32).backward == doctest::Approx(fp).epsilon(1e-12));
+  // the measured shape itself is predicted at its measured rate: time = flops / rate
+  const double f_meas = 2.0 * 8192 * 8192 * 2048;
+  CHECK(f_meas / (700e12 * d.gemm_efficiency(f_meas) * f2048) == doctest::Approx(f_meas / 600e12).epsilon(1e-12));
+
+  // the op's compute time: against the same device without table and K0 (factors 1),
+  // each GEMM pass takes its FLOPs / (peak * efficiency(FLOPs)) times (1 / factor - 1) longer
+  device flat = d;
+  flat.gemm_measured = nullptr;
+  flat.gemm_k0 = 0;
+  const op_node& op = g.ops[1];
+  double pts = 1;
+  for (const auto& dim : op.dims) pts *= double(dim.extent);
+  const double ff = op.fwd_flops_per_point * pts, bf = op.bwd_flops_per_point * pts;
+  const double with_table = cost_op(g, 1, op_config{}, cluster(device_mesh(1, 1), d)).compute.value;
+  const double without = cost_op(g, 1, op_config{}, cluster(device_mesh(1, 1), flat)).compute.value;
+  const double expect = ff / (700e12 * d.gemm_efficiency(ff)) * (1 / s.forward - 1) +
+                        bf / (700e12 * d.gemm_efficiency(bf)) * (1 / s.backward - 1);
+  CAPTURE(with_table);
+  CAPTURE(without);
+  CHECK(with_table - without == doctest::Approx(expect).epsilon(1e-9));
+  CHECK(with_table > without);
+}
+
+TEST_CASE("device file: bad GEMM tables are one line naming the row") {
+  const auto t = sample_with_table();
+  auto bad = [&](auto edit) { return refusal(edited(edit, t)); };
+  CHECK(bad([](auto& j) {
+          j["format"] = "tensoropt-device/1";
+        }).find("gemm-shapes: needs format \"tensoropt-device/2\"") != std::string::npos);
+  CHECK(bad([](auto& j) { j["gemm-shapes"] = 5; }).find("gemm-shapes: expected an array") != std::string::npos);
+  CHECK(bad([](auto& j) { j["gemm-shapes"][0] = 5; }).find("gemm-shapes[0]: expected an object") != std::string::npos);
+  CHECK(bad([](auto& j) { j["gemm-shapes"][1]["speed"] = 5; }).find("gemm-shapes[1]: unknown field 'speed'") !=
+        std::string::npos);
+  CHECK(bad([](auto& j) { j["gemm-shapes"][0]["dtype"] = "fp16"; })
+            .find("gemm-shapes[0].dtype: expected \"bf16\" or \"fp32\", got \"fp16\"") != std::string::npos);
+  CHECK(bad([](auto& j) { j["gemm-shapes"][2].erase("k"); }).find("gemm-shapes[2].k: missing field") !=
+        std::string::npos);
+  for (const nlohmann::json& v : {nlohmann::json(0), nlohmann::json(1.5), nlohmann::json("x"), nlohmann::json(-8)})
+    CHECK(bad([&](auto& j) {
+            j["gemm-shapes"][0]["m"] = v;
+          }).find("gemm-shapes[0].m: expected a whole number in [1, 2^31]") != std::string::npos);
+  CHECK(bad([](auto& j) { j["gemm-shapes"][3]["tflops"] = -1; }).find("gemm-shapes[3].tflops: expected a positive") !=
+        std::string::npos);
+  CHECK(bad([](auto& j) { j["gemm-shapes"][0]["tflops"] = 800; })
+            .find("gemm-shapes[0].tflops: 800 exceeds device.bf16-tflops (700)") != std::string::npos);
+  CHECK(bad([](auto& j) { j["gemm-shapes"][1]["k"] = 2048; })
+            .find("gemm-shapes[1]: a second bf16 row with k = 2048 (gemm-shapes[0])") != std::string::npos);
+  // the same k in the other dtype is another row
+  CHECK_NOTHROW(read_device_json(edited([](auto& j) { j["gemm-shapes"][3]["k"] = 2048; }, t)));
+  CHECK(refusal(edited([](auto& j) { j["format"] = "tensoropt-device/3"; }))
+            .find("format: expected \"tensoropt-device/1\" or \"tensoropt-device/2\"") != std::string::npos);
+}
+
+TEST_CASE("device file of a GPU calibration with a GEMM table") {
+  runtime::gpu_calibration c;
+  c.name = "NVIDIA Test";
+  c.gpus = 1;
+  c.capacity_bytes = 96.0 * gib;
+  c.bf16_flops = 600e12;
+  c.fp32_flops = 45e12;
+  c.copy_bandwidth = 3.2e12;
+  c.launch_seconds = 3e-6;
+  c.shape_table = {{"bf16", 8192, 8192, 256, 420e12}, {"bf16", 8192, 8192, 4096, 650e12},
+                   {"fp32", 8192, 8192, 4096, 44e12}};
+  const auto f = to_device_file(c, "a100-80gb");
+  REQUIRE(f.gemm_shapes.size() == 3);
+  CHECK(f.gemm_shapes[1] == gemm_rate{dtype::bf16, 8192, 8192, 4096, 650e12});
+  CHECK(f.spec.bf16_tflops == doctest::Approx(650));  // the best rate measured, table rows included
+  CHECK(f.spec.fp32_tflops == doctest::Approx(45));
+  CHECK(std::find(f.measured.begin(), f.measured.end(), "gemm-shapes") != f.measured.end());
+  CHECK(read_device_json(device_json(f)) == f);
+  REQUIRE(device_of(f).gemm_measured != nullptr);
+  c.shape_table.push_back({"fp16", 8192, 8192, 512, 1e12});
+  CHECK_THROWS_WITH_AS(to_device_file(c), doctest::Contains("dtype 'fp16'"), invalid_argument);
 }

@@ -30,6 +30,8 @@
 
 namespace tensoropt {
 
+struct gemm_table;  // cost/gemm_table.hpp
+
 /// A point-to-point link figure for the alpha-beta model.
 struct link {
   bandwidth bw{};     ///< bytes per second, one direction, per device
@@ -51,6 +53,7 @@ struct device {
   double memory_efficiency = 1;    ///< fraction of memory_bw a streaming kernel reaches
   link nvlink{};                   ///< default intra-node link
   link network{};                  ///< default inter-node link (per device)
+  const gemm_table* gemm_measured = nullptr;  ///< measured GEMM factors by K (cost/gemm_table.hpp), if any
 
   /// Peak FLOP/s of `t`: tensor cores for bf16/fp16, FP32 units otherwise.
   constexpr flop_rate peak(dtype t) const { return t == dtype::fp32 ? peak_fp32 : peak_half; }

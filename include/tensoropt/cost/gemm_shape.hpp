@@ -40,11 +40,16 @@
 // keep the FLOPs curve alone; the attention core's batched GEMMs are memory-bound at
 // the shapes the model zoo has (their score traffic is kernel_traffic.hpp's), and
 // MoE experts hold two GEMMs in one op.
+//
+// A device calibrated with GEMM throughput by shape (device::gemm_measured, cost/
+// gemm_table.hpp) has a measured factor per contraction length instead: the
+// factors of its table for the GEMM's dtype replace K / (K + K0) where present.
 #pragma once
 #include <cstdint>
 #include "../model/graph.hpp"
 #include "config.hpp"
 #include "device.hpp"
+#include "gemm_table.hpp"
 
 namespace tensoropt {
 
@@ -86,7 +91,7 @@ constexpr gemm_contractions contractions_of(const op_graph& g, const op_node& op
           detail::local_extent(op, x & y & ~w, c)};
 }
 
-/// The shape factors (each in (0, 1]) that divide a linear's forward and backward
+/// The shape factors (each in (0, 1], or a measured table's) that divide a linear's forward and backward
 /// FLOP rates: efficiency(K) / E for the forward GEMM, the harmonic mean of the two
 /// backward GEMMs' for backward. Both are 1 for ops that are not shaped GEMMs.
 struct gemm_shape_factors {
@@ -100,8 +105,10 @@ constexpr gemm_shape_factors shape_factors(const op_graph& g, const op_node& op,
   const double half = dev.peak_half.value;
   const double rate = half > 0 ? dev.peak(compute).value / half : 1.0;
   const gemm_contractions k = contractions_of(g, op, c);
-  const double d = dev.gemm_k_factor(k.data_grad, rate), w = dev.gemm_k_factor(k.weight_grad, rate);
-  return {dev.gemm_k_factor(k.forward, rate), 2 / (1 / d + 1 / w)};
+  const gemm_k_curve* measured = dev.gemm_measured ? dev.gemm_measured->of(compute) : nullptr;
+  auto factor = [&](double kk) { return measured ? measured->at(kk, dev, rate) : dev.gemm_k_factor(kk, rate); };
+  const double d = factor(k.data_grad), w = factor(k.weight_grad);
+  return {factor(k.forward), 2 / (1 / d + 1 / w)};
 }
 
 }  // namespace tensoropt

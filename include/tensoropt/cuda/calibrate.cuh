@@ -1,7 +1,8 @@
 // The GPU calibration's measurements (runtime/gpu_calibration.hpp describes what
 // is measured and how it becomes a device preset file): cuBLASLt GEMM rates of a
-// few shapes in bf16 and fp32, device-to-device copy bandwidth, the launch cost of
-// an empty kernel, the device's memory and, with >= 2 GPUs, NCCL all-reduce bus
+// few shapes in bf16 and fp32, the GEMM table by contraction length (the device
+// file's "gemm-shapes"), device-to-device copy bandwidth, the launch cost of an
+// empty kernel, the device's memory and, with >= 2 GPUs, NCCL all-reduce bus
 // bandwidth. src/tensoropt_cuda.cu registers measure_gpu with
 // runtime::register_gpu_calibrator so g++ programs reach it.
 //
@@ -20,12 +21,10 @@
 #include "../runtime/gpu_calibration.hpp"
 #include "error.cuh"
 #include "gemm.cuh"
+#include "libraries.cuh"
 #include "launch.cuh"
 #include "memory.cuh"
 #include "stream.cuh"
-#ifdef TENSOROPT_HAS_NCCL
-#include <nccl.h>
-#endif
 
 namespace tensoropt::cuda {
 
@@ -74,7 +73,7 @@ inline double all_reduce_busbw(int n, std::size_t bytes, double budget) {
   std::vector<ncclComm_t> comms(n);
   std::vector<int> devs(n);
   for (int i = 0; i < n; ++i) devs[i] = i;
-  TENSOROPT_NCCL_CHECK(ncclCommInitAll(comms.data(), n, devs.data()));
+  TENSOROPT_NCCL_CHECK(nccl_api().ncclCommInitAll(comms.data(), n, devs.data()));
   const std::size_t count = bytes / sizeof(float);
   std::vector<float*> bufs(n, nullptr);
   std::vector<cudaStream_t> streams(n, nullptr);
@@ -83,7 +82,7 @@ inline double all_reduce_busbw(int n, std::size_t bytes, double budget) {
       (void)cudaSetDevice(i);
       if (streams[i]) (void)cudaStreamSynchronize(streams[i]), (void)cudaStreamDestroy(streams[i]);
       if (bufs[i]) (void)cudaFree(bufs[i]);
-      (void)ncclCommDestroy(comms[i]);
+      (void)nccl_api().ncclCommDestroy(comms[i]);
     }
   };
   try {
@@ -94,10 +93,11 @@ inline double all_reduce_busbw(int n, std::size_t bytes, double budget) {
       TENSOROPT_CUDA_CHECK(cudaMemsetAsync(bufs[i], 0, count * sizeof(float), streams[i]));
     }
     auto once = [&] {
-      TENSOROPT_NCCL_CHECK(ncclGroupStart());
+      TENSOROPT_NCCL_CHECK(nccl_api().ncclGroupStart());
       for (int i = 0; i < n; ++i)
-        TENSOROPT_NCCL_CHECK(ncclAllReduce(bufs[i], bufs[i], count, ncclFloat, ncclSum, comms[i], streams[i]));
-      TENSOROPT_NCCL_CHECK(ncclGroupEnd());
+        TENSOROPT_NCCL_CHECK(
+            nccl_api().ncclAllReduce(bufs[i], bufs[i], count, ncclFloat, ncclSum, comms[i], streams[i]));
+      TENSOROPT_NCCL_CHECK(nccl_api().ncclGroupEnd());
       for (int i = 0; i < n; ++i) {
         TENSOROPT_CUDA_CHECK(cudaSetDevice(i));
         TENSOROPT_CUDA_CHECK(cudaStreamSynchronize(streams[i]));
@@ -128,6 +128,12 @@ inline double all_reduce_busbw(int n, std::size_t bytes, double budget) {
 inline constexpr long calibration_shapes[][3] = {
     {1024, 1024, 1024}, {4096, 4096, 4096}, {8192, 12288, 4096}, {8192, 4096, 16384}};
 
+/// The device file's GEMM table (m = n = calibration_table_mn, k from 128 to 16384):
+/// one shape per contraction length, large enough in m and n that the waves of
+/// tiles fill the GPU, so the rate tracks the per-tile cost over k.
+inline constexpr long calibration_table_mn = 8192;
+inline constexpr long calibration_table_k[] = {128, 256, 512, 1024, 2048, 4096, 8192, 16384};
+
 /// Measures device `o.device` (see runtime/gpu_calibration.hpp). Returns false with
 /// `why` when there is no GPU; throws cuda_error when a measurement fails.
 inline bool measure_gpu(const runtime::gpu_calibrate_options& o, runtime::gpu_calibration& c, std::string& why) {
@@ -155,6 +161,15 @@ inline bool measure_gpu(const runtime::gpu_calibrate_options& o, runtime::gpu_ca
       const double fp = detail::gemm_rate<float>(pool, e, s, sh[0], sh[1], sh[2], budget);
       c.gemms.push_back({"bf16", sh[0], sh[1], sh[2], bf});
       c.gemms.push_back({"fp32", sh[0], sh[1], sh[2], fp});
+      c.bf16_flops = std::max(c.bf16_flops, bf);
+      c.fp32_flops = std::max(c.fp32_flops, fp);
+    }
+    for (const long k : calibration_table_k) {
+      const long mn = calibration_table_mn;
+      const double bf = detail::gemm_rate<bf16>(pool, e, s, mn, mn, k, budget);
+      const double fp = detail::gemm_rate<float>(pool, e, s, mn, mn, k, budget);
+      c.shape_table.push_back({"bf16", mn, mn, k, bf});
+      c.shape_table.push_back({"fp32", mn, mn, k, fp});
       c.bf16_flops = std::max(c.bf16_flops, bf);
       c.fp32_flops = std::max(c.fp32_flops, fp);
     }

@@ -8,19 +8,16 @@
 // Device code never throws or asserts. An out-of-memory result gets its own type
 // (`cuda::out_of_memory`) so a caller can tell "the plan does not fit" from a bug.
 //
-// The cuBLAS and NCCL checks only exist where their headers do; the helpers are
-// inline and only odr-used by the macros, so a translation unit that checks CUDA
-// runtime calls alone does not link cuBLASLt or NCCL.
+// The cuBLAS and NCCL checks only exist where their headers do; they read the
+// libraries' error strings through the run-time loaded tables (libraries.cuh), so
+// nothing here links cuBLASLt or NCCL.
 #pragma once
 #include <cuda_runtime.h>
 #include <string>
 #include "../core/error.hpp"
-#if __has_include(<cublasLt.h>)
-#include <cublasLt.h>
+#if __has_include(<cublasLt.h>) && __has_include(<nccl.h>)
+#include "libraries.cuh"
 #define TENSOROPT_HAS_CUBLASLT 1
-#endif
-#if __has_include(<nccl.h>)
-#include <nccl.h>
 #define TENSOROPT_HAS_NCCL 1
 #endif
 
@@ -56,8 +53,8 @@ inline void check_cuda(cudaError_t e, const char* call, const char* file, int li
 #ifdef TENSOROPT_HAS_CUBLASLT
 inline void check_cublas(cublasStatus_t s, const char* call, const char* file, int line) {
   if (s == CUBLAS_STATUS_SUCCESS) return;
-  const std::string msg = "cuBLAS error " + std::string(cublasLtGetStatusName(s)) + " (" +
-                          cublasLtGetStatusString(s) + ") in " + where(call, file, line);
+  const std::string msg = "cuBLAS error " + std::string(cublaslt_api().cublasLtGetStatusName(s)) + " (" +
+                          cublaslt_api().cublasLtGetStatusString(s) + ") in " + where(call, file, line);
   if (s == CUBLAS_STATUS_ALLOC_FAILED) throw out_of_memory(msg);
   throw cuda_error(msg);
 }
@@ -65,8 +62,9 @@ inline void check_cublas(cublasStatus_t s, const char* call, const char* file, i
 #ifdef TENSOROPT_HAS_NCCL
 inline void check_nccl(ncclResult_t r, const char* call, const char* file, int line) {
   if (r == ncclSuccess || r == ncclInProgress) return;
-  const char* last = ncclGetLastError(nullptr);
-  throw cuda_error("NCCL error " + std::to_string(int(r)) + " (" + ncclGetErrorString(r) + ") in " +
+  const auto& api = nccl_api();
+  const char* last = api.ncclGetLastError(nullptr);
+  throw cuda_error("NCCL error " + std::to_string(int(r)) + " (" + api.ncclGetErrorString(r) + ") in " +
                    where(call, file, line) + (last && *last ? std::string(": ") + last : std::string()));
 }
 #endif

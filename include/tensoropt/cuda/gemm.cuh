@@ -31,6 +31,7 @@
 #include <tuple>
 #include <type_traits>
 #include "error.cuh"
+#include "libraries.cuh"
 #include "launch.cuh"
 #include "memory.cuh"
 
@@ -65,19 +66,20 @@ class gemm_engine {
   static constexpr std::size_t default_workspace = std::size_t(32) << 20;
 
   /// An engine enqueuing on `s`; its workspace is registered in `pool`'s reserve.
+  /// Throws library_error when cuBLASLt cannot be loaded (cuda/libraries.cuh).
   gemm_engine(memory_pool& pool, cudaStream_t s, std::size_t workspace_bytes = default_workspace)
-      : stream_(s), workspace_bytes_(workspace_bytes) {
+      : lt_(cublaslt_api()), stream_(s), workspace_bytes_(workspace_bytes) {
     device_guard g(pool.device());
-    TENSOROPT_CUBLAS_CHECK(cublasLtCreate(&handle_));
+    TENSOROPT_CUBLAS_CHECK(lt_.cublasLtCreate(&handle_));
     if (workspace_bytes_) TENSOROPT_CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes_));
     pool.add_reserve("cuBLASLt workspace", workspace_bytes_);
   }
   gemm_engine(const gemm_engine&) = delete;
   gemm_engine& operator=(const gemm_engine&) = delete;
   ~gemm_engine() {
-    for (auto& [key, p] : plans_) p.destroy();
+    for (auto& [key, p] : plans_) p.destroy(lt_);
     if (workspace_) (void)cudaFree(workspace_);
-    if (handle_) (void)cublasLtDestroy(handle_);
+    if (handle_) (void)lt_.cublasLtDestroy(handle_);
   }
   cudaStream_t stream() const { return stream_; }
   /// Distinct shapes whose algorithm is cached.
@@ -113,8 +115,8 @@ class gemm_engine {
     plan& p = plan_for<T>(key);
     if (has_bias)
       TENSOROPT_CUBLAS_CHECK(
-          cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
-    TENSOROPT_CUBLAS_CHECK(cublasLtMatmul(handle_, p.op, &g.alpha, g.b, p.la, g.a, p.lb, &g.beta, g.c, p.lc, g.c,
+          lt_.cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
+    TENSOROPT_CUBLAS_CHECK(lt_.cublasLtMatmul(handle_, p.op, &g.alpha, g.b, p.la, g.a, p.lb, &g.beta, g.c, p.lc, g.c,
                                           p.lc, &p.algo, workspace_, workspace_bytes_, stream_));
   }
 
@@ -125,11 +127,11 @@ class gemm_engine {
     cublasLtMatmulDesc_t op = nullptr;
     cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
     cublasLtMatmulAlgo_t algo{};
-    void destroy() {
-      if (la) (void)cublasLtMatrixLayoutDestroy(la);
-      if (lb) (void)cublasLtMatrixLayoutDestroy(lb);
-      if (lc) (void)cublasLtMatrixLayoutDestroy(lc);
-      if (op) (void)cublasLtMatmulDescDestroy(op);
+    void destroy(const cublaslt_entry_points& lt) {
+      if (la) (void)lt.cublasLtMatrixLayoutDestroy(la);
+      if (lb) (void)lt.cublasLtMatrixLayoutDestroy(lb);
+      if (lc) (void)lt.cublasLtMatrixLayoutDestroy(lc);
+      if (op) (void)lt.cublasLtMatmulDescDestroy(op);
     }
   };
 
@@ -148,15 +150,15 @@ class gemm_engine {
                              "whole element offset (16-byte alignment gets the fast kernels)");
     return a;
   }
-  static cublasLtMatrixLayout_t layout(cudaDataType_t t, std::int64_t rows, std::int64_t cols, std::int64_t ld,
+  cublasLtMatrixLayout_t layout(cudaDataType_t t, std::int64_t rows, std::int64_t cols, std::int64_t ld,
                                        std::int64_t batch, std::int64_t stride) {
     cublasLtMatrixLayout_t l = nullptr;
-    TENSOROPT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, t, std::uint64_t(rows), std::uint64_t(cols), ld));
+    TENSOROPT_CUBLAS_CHECK(lt_.cublasLtMatrixLayoutCreate(&l, t, std::uint64_t(rows), std::uint64_t(cols), ld));
     if (batch > 1) {
       const std::int32_t b = std::int32_t(batch);
-      TENSOROPT_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &b, sizeof b));
+      TENSOROPT_CUBLAS_CHECK(lt_.cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &b, sizeof b));
       TENSOROPT_CUBLAS_CHECK(
-          cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+          lt_.cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
     }
     return l;
   }
@@ -169,45 +171,46 @@ class gemm_engine {
     const cudaDataType_t type = std::is_same_v<T, float> ? CUDA_R_32F : CUDA_R_16BF;
     plan p;
     try {
-      TENSOROPT_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+      TENSOROPT_CUBLAS_CHECK(lt_.cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
       const cublasOperation_t op_a = tb ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-      TENSOROPT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a));
-      TENSOROPT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b));
+      TENSOROPT_CUBLAS_CHECK(lt_.cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a));
+      TENSOROPT_CUBLAS_CHECK(lt_.cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b));
       const cublasLtEpilogue_t e = ep == int(epilogue::bias)        ? CUBLASLT_EPILOGUE_BIAS
                                    : ep == int(epilogue::gelu)      ? CUBLASLT_EPILOGUE_GELU
                                    : ep == int(epilogue::bias_gelu) ? CUBLASLT_EPILOGUE_GELU_BIAS
                                                                     : CUBLASLT_EPILOGUE_DEFAULT;
-      TENSOROPT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e));
+      TENSOROPT_CUBLAS_CHECK(lt_.cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e));
       // cuBLASLt's A = our B (n x k as op), its B = our A (k x m as op), its C = C^T (n x m).
       p.la = tb ? layout(type, k, n, ldb, batch, sb) : layout(type, n, k, ldb, batch, sb);
       p.lb = ta ? layout(type, m, k, lda, batch, sa) : layout(type, k, m, lda, batch, sa);
       p.lc = layout(type, n, m, ldc, batch, sc);
       cublasLtMatmulPreference_t pref = nullptr;
-      TENSOROPT_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+      TENSOROPT_CUBLAS_CHECK(lt_.cublasLtMatmulPreferenceCreate(&pref));
       const std::uint64_t ws = workspace_bytes_;
-      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+      lt_.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
       for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
                         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
-        cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof align);
+        lt_.cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof align);
       cublasLtMatmulHeuristicResult_t result{};
       int found = 0;
       const cublasStatus_t st =
-          cublasLtMatmulAlgoGetHeuristic(handle_, p.op, p.la, p.lb, p.lc, p.lc, pref, 1, &result, &found);
-      cublasLtMatmulPreferenceDestroy(pref);
+          lt_.cublasLtMatmulAlgoGetHeuristic(handle_, p.op, p.la, p.lb, p.lc, p.lc, pref, 1, &result, &found);
+      lt_.cublasLtMatmulPreferenceDestroy(pref);
       if (st != CUBLAS_STATUS_SUCCESS || found == 0)
         throw cuda_error("cuBLASLt has no algorithm for a " + std::string(std::is_same_v<T, float> ? "fp32" : "bf16") +
                          " GEMM m " + std::to_string(m) + " n " + std::to_string(n) + " k " + std::to_string(k) +
                          " (lda " + std::to_string(lda) + ", ldb " + std::to_string(ldb) + ", ldc " +
                          std::to_string(ldc) + ", batch " + std::to_string(batch) + ", epilogue " +
-                         std::to_string(ep) + "): " + cublasLtGetStatusString(st));
+                         std::to_string(ep) + "): " + lt_.cublasLtGetStatusString(st));
       p.algo = result.algo;
     } catch (...) {
-      p.destroy();
+      p.destroy(lt_);
       throw;
     }
     return plans_.emplace(key, p).first->second;
   }
 
+  const cublaslt_entry_points& lt_;
   cudaStream_t stream_ = nullptr;
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;

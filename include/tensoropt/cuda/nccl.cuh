@@ -14,6 +14,9 @@
 // the group, as the CPU communicators do. An aborted communicator refuses further
 // collectives.
 //
+// NCCL itself is loaded at run time (cuda/libraries.cuh: nccl_api()), by the first
+// call that needs it; a missing libnccl is a library_error naming the fix.
+//
 // Public signatures never expose ncclComm_t (get() does, for glue code).
 #pragma once
 #include <cuda_runtime.h>
@@ -29,6 +32,7 @@
 #include <utility>
 #include <vector>
 #include "error.cuh"
+#include "libraries.cuh"
 #include "launch.cuh"
 #include "stream.cuh"
 
@@ -41,7 +45,7 @@ struct nccl_unique_id {
 
   static nccl_unique_id create() {
     ncclUniqueId id;
-    TENSOROPT_NCCL_CHECK(ncclGetUniqueId(&id));
+    TENSOROPT_NCCL_CHECK(nccl_api().ncclGetUniqueId(&id));
     nccl_unique_id u;
     std::memcpy(u.bytes.data(), &id, sizeof id);
     return u;
@@ -92,6 +96,7 @@ struct nccl_unique_id {
 template <class HostComm>
 nccl_unique_id share_unique_id(HostComm& comm, const std::vector<int>& g) {
   if (g.empty()) throw invalid_argument("NCCL unique id: the group is empty");
+  (void)nccl_api();  // every rank loads NCCL first: a missing library fails on all of them, none waits
   constexpr std::size_t n = NCCL_UNIQUE_ID_BYTES / 2;
   std::vector<float> mine(n, 0.f), all(n * g.size());
   if (comm.rank() == g[0]) mine = nccl_unique_id::create().to_floats();
@@ -112,7 +117,7 @@ constexpr ncclDataType_t nccl_type() {
 /// Waits for a non-blocking communicator's pending operation (ncclInProgress).
 inline ncclResult_t settle(ncclComm_t c, std::chrono::steady_clock::time_point until) {
   ncclResult_t r = ncclInProgress;
-  while (ncclCommGetAsyncError(c, &r) == ncclSuccess && r == ncclInProgress &&
+  while (nccl_api().ncclCommGetAsyncError(c, &r) == ncclSuccess && r == ncclInProgress &&
          std::chrono::steady_clock::now() < until)
     std::this_thread::yield();
   return r;
@@ -147,31 +152,31 @@ class nccl_communicator_ref {
   template <class T>
   void all_reduce(const T* send, T* recv, std::size_t count, cudaStream_t s) {
     check_open("all_reduce");
-    enqueue("all_reduce", ncclAllReduce(send, recv, count, detail::nccl_type<T>(), ncclSum, st_->comm, s));
+    enqueue("all_reduce", nccl_api().ncclAllReduce(send, recv, count, detail::nccl_type<T>(), ncclSum, st_->comm, s));
   }
   /// recv (recv_count elements) = this rank's block of the sum of send (size() * recv_count).
   template <class T>
   void reduce_scatter(const T* send, T* recv, std::size_t recv_count, cudaStream_t s) {
     check_open("reduce_scatter");
     enqueue("reduce_scatter",
-            ncclReduceScatter(send, recv, recv_count, detail::nccl_type<T>(), ncclSum, st_->comm, s));
+            nccl_api().ncclReduceScatter(send, recv, recv_count, detail::nccl_type<T>(), ncclSum, st_->comm, s));
   }
   /// recv (size() * send_count elements) = every rank's send, in rank order.
   template <class T>
   void all_gather(const T* send, T* recv, std::size_t send_count, cudaStream_t s) {
     check_open("all_gather");
-    enqueue("all_gather", ncclAllGather(send, recv, send_count, detail::nccl_type<T>(), st_->comm, s));
+    enqueue("all_gather", nccl_api().ncclAllGather(send, recv, send_count, detail::nccl_type<T>(), st_->comm, s));
   }
   /// Point-to-point halves of a grouped exchange (call inside an nccl_group).
   template <class T>
   void send(const T* buf, std::size_t count, int peer, cudaStream_t s) {
     check_open("send");
-    enqueue("send", ncclSend(buf, count, detail::nccl_type<T>(), peer, st_->comm, s));
+    enqueue("send", nccl_api().ncclSend(buf, count, detail::nccl_type<T>(), peer, st_->comm, s));
   }
   template <class T>
   void recv(T* buf, std::size_t count, int peer, cudaStream_t s) {
     check_open("recv");
-    enqueue("recv", ncclRecv(buf, count, detail::nccl_type<T>(), peer, st_->comm, s));
+    enqueue("recv", nccl_api().ncclRecv(buf, count, detail::nccl_type<T>(), peer, st_->comm, s));
   }
 
   /// Blocks until the work enqueued on `s` finished. On an asynchronous NCCL error
@@ -184,9 +189,9 @@ class nccl_communicator_ref {
       if (e == cudaSuccess) break;
       if (e != cudaErrorNotReady) detail::throw_cuda(e, "cudaStreamQuery after NCCL", __FILE__, __LINE__);
       ncclResult_t r = ncclSuccess;
-      if (st_->comm) (void)ncclCommGetAsyncError(st_->comm, &r);
+      if (st_->comm) (void)nccl_api().ncclCommGetAsyncError(st_->comm, &r);
       if (r != ncclSuccess && r != ncclInProgress)
-        fail(std::string("failed asynchronously: ") + ncclGetErrorString(r));
+        fail(std::string("failed asynchronously: ") + nccl_api().ncclGetErrorString(r));
       if (std::chrono::steady_clock::now() - start > st_->deadline)
         fail("did not finish within " + std::to_string(st_->deadline.count()) +
              " ms (a rank probably skipped it or died)");
@@ -209,14 +214,14 @@ class nccl_communicator_ref {
     if (r == ncclInProgress) {
       const ncclResult_t s = detail::settle(st_->comm, std::chrono::steady_clock::now() + st_->deadline);
       if (s == ncclInProgress) fail("could not be enqueued within the deadline");
-      if (s != ncclSuccess) fail(std::string("failed while being enqueued: ") + ncclGetErrorString(s));
+      if (s != ncclSuccess) fail(std::string("failed while being enqueued: ") + nccl_api().ncclGetErrorString(s));
     }
   }
   [[noreturn]] void fail(const std::string& why) {
     std::string ops;
     for (auto& p : st_->pending) ops += (ops.empty() ? "" : ", ") + p;
     if (ops.empty()) ops = "work";
-    if (st_->comm) (void)ncclCommAbort(st_->comm);  // releases the kernels spinning on a missing peer
+    if (st_->comm) (void)nccl_api().ncclCommAbort(st_->comm);  // releases the kernels spinning on a missing peer
     st_->comm = nullptr;
     st_->aborted = true;
     st_->pending.clear();
@@ -243,7 +248,7 @@ class nccl_communicator {
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
     ncclComm_t c = nullptr;
-    TENSOROPT_NCCL_CHECK(ncclCommInitRankConfig(&c, nranks, id.get(), rank, &config));
+    TENSOROPT_NCCL_CHECK(nccl_api().ncclCommInitRankConfig(&c, nranks, id.get(), rank, &config));
     adopt(c, "ncclCommInitRankConfig");
   }
   /// The communicator of the ranks of g (this rank among them) on `device`, its
@@ -270,11 +275,11 @@ class nccl_communicator {
   ~nccl_communicator() {
     if (!st_) return;
     if (ncclComm_t c = st_->comm) {
-      const ncclResult_t f = ncclCommFinalize(c);
+      const ncclResult_t f = nccl_api().ncclCommFinalize(c);
       if ((f == ncclSuccess || f == ncclInProgress) &&
           detail::settle(c, std::chrono::steady_clock::now() + st_->deadline) == ncclSuccess)
-        (void)ncclCommDestroy(c);
-      else (void)ncclCommAbort(c);
+        (void)nccl_api().ncclCommDestroy(c);
+      else (void)nccl_api().ncclCommAbort(c);
     }
     delete st_;
   }
@@ -285,7 +290,7 @@ class nccl_communicator {
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
     ncclComm_t c = nullptr;
-    TENSOROPT_NCCL_CHECK(ncclCommSplit(st_->comm, color, key, &c, &config));
+    TENSOROPT_NCCL_CHECK(nccl_api().ncclCommSplit(st_->comm, color, key, &c, &config));
     (void)detail::settle(st_->comm, std::chrono::steady_clock::now() + st_->deadline);
     nccl_communicator sub;
     sub.st_->name = std::move(name);
@@ -303,12 +308,12 @@ class nccl_communicator {
   void adopt(ncclComm_t c, const char* what) {
     const ncclResult_t r = detail::settle(c, std::chrono::steady_clock::now() + st_->deadline);
     if (r != ncclSuccess) {
-      (void)ncclCommAbort(c);
+      (void)nccl_api().ncclCommAbort(c);
       detail::check_nccl(r == ncclInProgress ? ncclSystemError : r, what, __FILE__, __LINE__);
     }
     st_->comm = c;
-    TENSOROPT_NCCL_CHECK(ncclCommUserRank(c, &st_->rank));
-    TENSOROPT_NCCL_CHECK(ncclCommCount(c, &st_->size));
+    TENSOROPT_NCCL_CHECK(nccl_api().ncclCommUserRank(c, &st_->rank));
+    TENSOROPT_NCCL_CHECK(nccl_api().ncclCommCount(c, &st_->size));
   }
 
   detail::nccl_state* st_ = nullptr;
@@ -318,18 +323,18 @@ class nccl_communicator {
 /// exchange (or several collectives) launch together at end() / destruction.
 class nccl_group {
  public:
-  nccl_group() { TENSOROPT_NCCL_CHECK(ncclGroupStart()); }
+  nccl_group() { TENSOROPT_NCCL_CHECK(nccl_api().ncclGroupStart()); }
   nccl_group(const nccl_group&) = delete;
   nccl_group& operator=(const nccl_group&) = delete;
   /// Ends the group now, throwing on failure.
   void end() {
     if (open_) {
       open_ = false;
-      TENSOROPT_NCCL_CHECK(ncclGroupEnd());
+      TENSOROPT_NCCL_CHECK(nccl_api().ncclGroupEnd());
     }
   }
   ~nccl_group() {
-    if (open_) (void)ncclGroupEnd();
+    if (open_) (void)nccl_api().ncclGroupEnd();
   }
 
  private:

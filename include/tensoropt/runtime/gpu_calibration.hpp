@@ -1,5 +1,5 @@
 // Calibration of a GPU: the figures the cost model needs, measured on this machine,
-// and the device preset file (tensoropt-device/1, plan/device_file.hpp) made of them
+// and the device preset file (tensoropt-device/2, plan/device_file.hpp) made of them
 // that `tensoropt-plan --gpu-file FILE` loads.
 //
 // This header is host-only and free of Boost.Hana, as the CUDA translation unit
@@ -16,6 +16,9 @@
 //    on a few square and transformer-like shapes; 2 m n k FLOPs per GEMM. The file's
 //    rate of each dtype is the best shape's (the cost model's efficiency curve
 //    lowers small GEMMs from it), and every shape's rate is reported;
+//  - GEMM by contraction length: m = n = 8192 and k from 128 to 16384 (powers of
+//    two) in both dtypes, the device file's "gemm-shapes" table, by which the cost
+//    model charges a GEMM of contraction k (plan/device_file.hpp, cost/gemm_table.hpp);
 //  - bandwidth: a device-to-device cudaMemcpyAsync of `copy_bytes`, counting the
 //    bytes read plus the bytes written (2 x size), as STREAM's copy does;
 //  - launch cost: the wall time per launch of an empty kernel, enqueued back to
@@ -57,6 +60,7 @@ struct gpu_calibration {
   double capacity_bytes = 0;
   double bf16_flops = 0, fp32_flops = 0;  ///< best shape of each dtype
   std::vector<gemm_figure> gemms;
+  std::vector<gemm_figure> shape_table;  ///< the device file's GEMM table: one shape per dtype and k
   double copy_bandwidth = 0;         ///< bytes/s, read + written
   double launch_seconds = 0;
   double all_reduce_busbw = 0;       ///< bytes/s per device; 0: not measured (one GPU)
