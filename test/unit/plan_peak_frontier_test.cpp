@@ -238,3 +238,52 @@ TEST_CASE("the report shows the peak and the additive memory; the frontier file 
     "memory": 10, "micro_batches": 1, "choice": [0], "labels": ["x"], "peak": -5}]})"),
                        doctest::Contains("points[0].peak"), to::format_error);
 }
+
+namespace {
+/// The planner's replayer (per-config kernel states and the problem's additive memory looked
+/// up) against the plain replay, field by field, on every point and on plans mixing them.
+template <class M>
+void check_replayer(const char* name, int devices) {
+  auto s = make<M>(devices);
+  s.po.runtime_peak = false;
+  const auto pf = to::plan_frontier(s.g, s.cl, s.po);
+  INFO(name << " on " << devices << " devices");
+  REQUIRE(pf.size() >= 2);
+  std::size_t compared = 0;
+  for (std::size_t i = 0; i < pf.size(); ++i) {
+    const auto& b = pf.problem_of(i);
+    const to::peak_replayer replay(b);
+    // the point itself and the point with every other node taken from the next point of its k
+    std::vector<std::vector<int>> plans{pf.points[i].choice};
+    for (std::size_t j = 0; j < pf.size(); ++j)
+      if (j != i && pf.part_of[j] == pf.part_of[i]) {
+        auto mixed = pf.points[i].choice;
+        for (std::size_t v = 0; v < mixed.size(); v += 2) mixed[v] = pf.points[j].choice[v];
+        plans.push_back(std::move(mixed));
+        break;
+      }
+    for (const auto& choice : plans) {
+      std::vector<to::op_config> configs;
+      for (std::size_t v = 0; v < choice.size(); ++v) configs.push_back(b.configs[v][std::size_t(choice[v])]);
+      const auto want = to::predicted_peak(b.graph, configs, b.cl, b.options);
+      const auto got = replay(choice);
+      CHECK(got.kept == want.kept);
+      CHECK(got.ordered == want.ordered);
+      CHECK(got.transient == want.transient);
+      CHECK(got.op == want.op);
+      CHECK(got.backward == want.backward);
+      CHECK(got.fwd == want.fwd);
+      CHECK(got.bwd == want.bwd);
+      CHECK(got.update == want.update);
+      ++compared;
+    }
+  }
+  CHECK(compared > pf.size());  // some mixed plans too
+}
+}  // namespace
+
+TEST_CASE("the planner's replayer gives the plain replay's peak, field by field") {
+  check_replayer<rt_test::gpt_of<16>>("gpt", 4);
+  check_replayer<rt_test::moe_of<16>>("moe", 2);
+  check_replayer<rt_test::cnn_of<16>>("cnn", 3);
+}

@@ -294,3 +294,29 @@ TEST_CASE("the edge-free bound lies at or below every strategy, and is the front
     CHECK(!to::detail::all_dominated(lb, same));
   }
 }
+
+TEST_CASE("auto mode: exact where the chain fold is prompt, by the stated rule") {
+  // gpt3-1.3b on 8 x A100-80GB: 24 layers x 38^2 boundary layouts for the chain fold stays
+  // exact; the general engine's rule (x 38^3) and gpt3-39b on 64 devices go fast
+  const auto& m = to::models::find("gpt3-1.3b");
+  const auto cl = to::cluster::nodes(1).gpus_per_node(8).gpu(to::gpus::find("a100-80gb"));
+  to::build_options bo;
+  bo.micro_batches = 16;
+  const auto b = to::build_problem(m.lower(), cl, bo);
+  const auto fold = to::choose_mode(b.prob, b.graph, to::search_mode::automatic, to::exact_engine::chain_fold);
+  CHECK(fold.mode == to::search_mode::exact);
+  CHECK(fold.why.find("exact mode: small enough (24 layers x ") != std::string::npos);
+  CHECK(fold.why.find("^2 boundary layouts for the chain fold") != std::string::npos);
+  const auto general = to::choose_mode(b.prob, b.graph, to::search_mode::automatic, to::exact_engine::general);
+  CHECK(general.mode == to::search_mode::fast);
+  CHECK(general.why.find("fast mode: exact would be slow (24 layers x ") != std::string::npos);
+  // the threshold is the rule: the same problem goes fast under a lower one
+  CHECK(to::choose_mode(b.prob, b.graph, to::search_mode::automatic, to::exact_engine::chain_fold, 1e3).mode ==
+        to::search_mode::fast);
+  const auto& big = to::models::find("gpt3-39b");
+  const auto bcl = to::cluster::nodes(8).gpus_per_node(8).gpu(to::gpus::find(big.gpu));
+  bo.micro_batches = 64;
+  const auto bb = to::build_problem(big.lower(), bcl, bo);
+  CHECK(to::choose_mode(bb.prob, bb.graph, to::search_mode::automatic, to::exact_engine::chain_fold).mode ==
+        to::search_mode::fast);
+}

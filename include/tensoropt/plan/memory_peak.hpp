@@ -91,14 +91,24 @@ struct buffer_replay {
 };
 }  // namespace detail
 
-/// The memory of `configs` on the micro-batch graph `g` (see the file comment).
+/// What the replay reads besides the configs: each op's kernel state under its config
+/// (cost_op's kernel_state) and the plan's additive memory (evaluate's). The plain
+/// predicted_peak computes both (analyze, then cost_op per op twice); a caller replaying
+/// many plans of one graph looks them up per config instead (plan/peak_frontier.hpp):
+/// on gpt3-1.3b that was about half of each replay's time.
+struct peak_inputs {
+  std::vector<double> kernel_state;  ///< per op, bytes
+  double kept = 0;
+};
+
+/// The memory of `configs` on the micro-batch graph `g` (see the file comment), with `in`
+/// computed for exactly these configs.
 constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_config>& configs, const cluster& cl,
-                                     const build_options& o = {}) {
+                                     const build_options& o, const peak_inputs& in) {
   memory_peak m;
-  m.kept = double(evaluate(g, configs, cl, o).memory);
+  m.kept = in.kept;
   const cost_options co = o.cost();
   const precision& pr = co.prec;
-  const auto facts = analyze(g);
   const std::size_t n = g.ops.size(), nt = g.tensors.size();
   const auto& mesh = cl.mesh;
   auto cfg = [&](int j) -> const op_config& { return configs[std::size_t(j)]; };
@@ -132,8 +142,7 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
   R.current = o.reserve.value;
   for (std::size_t j = 0; j < n; ++j) {
     const auto& op = g.ops[j];
-    const op_cost c = cost_op(g, int(j), configs[j], cl, co, facts[j]);
-    state[j] = {c.kernel_state.value};
+    state[j] = {in.kernel_state[j]};
     for (std::size_t s = 0; s < op.params.size(); ++s) {
       const int t = op.params[s].tensor;
       if (owner[std::size_t(t)] >= 0) continue;
@@ -348,6 +357,9 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
   // (a new buffer, or the accumulator itself) plus, per other user, its
   // redistributed part; under shard_optimizer the local slice and the new weights
   R.most = R.current;
+  std::vector<int> users(nt, 0);
+  for (auto& op : g.ops)
+    for (auto& p : op.params) ++users[std::size_t(p.tensor)];
   for (std::size_t t = 0; t < nt; ++t) {
     if (owner[t] < 0) continue;
     const auto& u = g.ops[std::size_t(owner[t])];
@@ -362,10 +374,7 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
       R.drop(v);
       continue;
     }
-    int users = 0;
-    for (auto& op : g.ops)
-      for (auto& p : op.params) users += p.tensor == int(t);
-    if (users == 1) continue;  // the accumulator is the optimizer's gradient
+    if (users[t] == 1) continue;  // the accumulator is the optimizer's gradient
     int gsum = R.make(local * pr.grad_bytes);
     int part = R.make(local * pr.grad_bytes);
     R.drop(part);
@@ -380,6 +389,17 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
   m.ordered = std::max(m.ordered, persistent);
   m.transient = m.ordered - m.kept;
   return m;
+}
+
+/// The memory of `configs` on the micro-batch graph `g` (see the file comment).
+constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_config>& configs, const cluster& cl,
+                                     const build_options& o = {}) {
+  const auto facts = analyze(g);
+  peak_inputs in{{}, double(evaluate(g, configs, cl, o).memory)};
+  const cost_options co = o.cost();
+  for (std::size_t j = 0; j < g.ops.size(); ++j)
+    in.kernel_state.push_back(cost_op(g, int(j), configs[j], cl, co, facts[j]).kernel_state.value);
+  return predicted_peak(g, configs, cl, o, in);
 }
 
 }  // namespace tensoropt

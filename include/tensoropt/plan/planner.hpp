@@ -182,7 +182,9 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
         }
         for (auto& e : built->prob.edges)
           if (!e.memory.empty()) least += double(*std::min_element(e.memory.begin(), e.memory.end()));
-        const mode_choice mc = choose_mode(built->prob, built->graph, opt.mode);
+        // at epsilon 0 exact mode runs the chain fold where the block splits (below)
+        const mode_choice mc = choose_mode(built->prob, built->graph, opt.mode,
+                                           so.epsilon == 0 ? exact_engine::chain_fold : exact_engine::general);
         part.mode = mc.mode;
         part.why = mc.why;
         // Long searches report how far they are, at most every 2 seconds.

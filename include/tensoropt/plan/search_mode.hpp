@@ -6,11 +6,17 @@
 // every report: every boundary between two identical layers takes one layout (the
 // residual stream keeps its layout through the stack; the boundaries next to the
 // embedding and the head stay free; see search/repeated.hpp). `automatic` picks fast
-// when the model has such a block and exact would be slow: the exact search joins two
-// layer-boundary factors once per layer, about L x B^3 cell merges for B boundary
-// layouts, and fast is chosen when that exceeds `fast_above` (5e4 by default: gpt3-125m
-// on 2 devices stays exact; gpt3-1.3b on 4, 24 x 20^3, goes fast, 42 s -> 7.9 s of CPU over
-// all micro-batch counts for the same 8,980 points).
+// when the model has such a block and exact would be slow, by the exact engine the caller
+// runs. The general search (search/solve.hpp) joins two layer-boundary factors once per
+// layer, about L x B^3 cell merges for B boundary layouts: fast when that exceeds
+// `fast_above` (5e4: gpt3-125m on 2 devices stays exact; gpt3-1.3b on 4, 24 x 20^3, goes
+// fast, 42 s -> 7.9 s of CPU over all micro-batch counts for the same 8,980 points). The
+// chain fold (search/repeated_exact.hpp, the planner's exact engine at epsilon 0) merges
+// about B^2 pairs of boundary layouts per layer: fast when L x B^2 exceeds `fast_above`.
+// Measured over all micro-batch counts (search only, one thread, busy 2-core machine):
+// gpt3-1.3b on 4 x V100-16GB, 24 x 20^2 = 9,600: exact 13-15 s CPU, fast 6.3 s; on 8 x
+// A100-80GB, 24 x 38^2 = 34,656: exact 59 s, fast 15 s (both exact); gpt3-39b on 64 (48 x
+// 40^2 .. 114^2 >= 76,800) stays fast.
 //
 // The check. A restricted frontier is a set of real strategies, so it can only lie on or
 // behind the exact one. How far behind is measured against weighted-sum optima of the
@@ -69,7 +75,13 @@ struct mode_choice {
   repeated_block block;
 };
 
-inline mode_choice choose_mode(const problem& p, const op_graph& g, search_mode asked, double fast_above = 5e4) {
+/// The exact engine a caller runs: the general search (search/solve.hpp), or the chain fold
+/// of search/repeated_exact.hpp (epsilon 0 and a block that splits; the planner's).
+enum class exact_engine { general, chain_fold };
+
+/// The mode for problem `p` of graph `g` when `asked` (see the file comment for the rule).
+inline mode_choice choose_mode(const problem& p, const op_graph& g, search_mode asked,
+                               exact_engine engine = exact_engine::general, double fast_above = 5e4) {
   mode_choice c;
   c.block = largest_repeat(g);
   if (asked == search_mode::exact) {
@@ -85,16 +97,20 @@ inline mode_choice choose_mode(const problem& p, const op_graph& g, search_mode 
     c.why = "exact mode: the repeated layers cannot be composed by powering (" + s.why_not + ")";
     return c;
   }
+  const bool fold = engine == exact_engine::chain_fold;
   const double L = double(c.block.instances.size()), B = double(s.reps.size());
-  const double work = L * B * B * B;
+  const double work = fold ? L * B * B : L * B * B * B;
+  const std::string rule = std::to_string(c.block.instances.size()) + " layers x " + std::to_string(s.reps.size()) +
+                           (fold ? "^2 boundary layouts for the chain fold" : "^3 boundary layouts") + " = " +
+                           std::to_string(std::llround(work)) + (work <= fast_above ? " <= " : " > ") +
+                           std::to_string(std::llround(fast_above));
   if (asked == search_mode::automatic && work <= fast_above) {
-    c.why = "exact mode: small enough (" + std::to_string(c.block.instances.size()) + " layers x " +
-            std::to_string(s.reps.size()) + "^3 boundary layouts)";
+    c.why = "exact mode: small enough (" + rule + ")";
     return c;
   }
   c.mode = search_mode::fast;
-  c.why = std::string(asked == search_mode::fast ? "fast mode (asked)" : "fast mode: exact would be slow") + " (" +
-          std::to_string(c.block.instances.size()) + " identical layers, " + std::to_string(s.reps.size()) +
+  c.why = std::string(asked == search_mode::fast ? "fast mode (asked)" : "fast mode: exact would be slow (" + rule + ")") +
+          " (" + std::to_string(c.block.instances.size()) + " identical layers, " + std::to_string(s.reps.size()) +
           " boundary layouts); restriction: one layout at every boundary between identical layers";
   return c;
 }

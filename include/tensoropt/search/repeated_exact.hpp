@@ -173,9 +173,11 @@ inline frontier_result solve_repeated_exact(const problem& p, const repeated_blo
   for (auto& c : z) unite(zu, c);
   for (auto* v : {&u, &zu})
     for (auto& c : *v) c.ta = c.tb = -1;
-  std::vector<detail::completion_filter> region(M + 1);  // region[j]: M - j layers still to come
+  // region[j]: j middle layers still to come after the step that uses it (the fold's step i
+  // uses region[M - i], so j < M)
+  std::vector<detail::completion_filter> region(M);
   region[0] = detail::make_completion_filter(known, zu);
-  for (std::size_t j = 1; j <= M; ++j) region[j] = detail::erode(region[j - 1], u);
+  for (std::size_t j = 1; j < M; ++j) region[j] = detail::erode(region[j - 1], u);
   // least memory still to come after i layers: (M - i) U's and Zu's
   const cost_t u_mem = u.empty() ? 0 : u.front().memory, z_mem = zu.empty() ? 0 : zu.front().memory;
 

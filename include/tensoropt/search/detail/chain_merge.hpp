@@ -69,7 +69,7 @@ inline std::vector<candidate> chain_merge(const std::vector<chain_input>& in, co
   std::sort(pending.begin(), pending.end(), [&](const item& x, const item& y) { return after(y, x); });
   std::vector<candidate> out;
   from.clear();
-  std::size_t np = 0;
+  std::size_t np = 0, corner = 0;
   cost_t best = std::numeric_limits<cost_t>::max();
   while (np < pending.size() || !heap.empty()) {
     item x;
@@ -83,7 +83,7 @@ inline std::vector<candidate> chain_merge(const std::vector<chain_input>& in, co
     if (x.memory > limit) break;
     const row& rw = rows[x.row];
     const auto& s = *sweep[rw.input];
-    const cost_t cap = region.bound(x.memory);
+    const cost_t cap = region.bound_rising(x.memory, corner);  // pops rise in memory
     std::size_t next = x.j + 1;
     const bool better = x.time < best;
     if (better) {

@@ -58,6 +58,13 @@ struct completion_filter {
     return it == corners.end() ? free_time : std::max(free_time, it->time);
   }
   constexpr bool keeps(cost_t t, cost_t m) const { return t <= bound(m); }
+  /// bound(m) for memories that never fall between calls (a merge in memory order): `at`
+  /// (start at 0) walks the corners once instead of a binary search per call.
+  constexpr cost_t bound_rising(cost_t m, std::size_t& at) const {
+    if (!active || m <= free_memory) return std::numeric_limits<cost_t>::max();
+    while (at < corners.size() && corners[at].memory < m) ++at;
+    return at == corners.size() ? free_time : std::max(free_time, corners[at].time);
+  }
 };
 
 /// The corners of `f` eroded by the staircase `u` (see the header): the region of LB (+) u
