@@ -10,6 +10,7 @@
 #include <tensoropt/search/pipeline_problem_json.hpp>
 #include <tensoropt/search/pipeline_solve.hpp>
 #include "cost_test_graphs.hpp"
+#include "plan_pipeline_fixture.hpp"
 
 namespace to = tensoropt;
 
@@ -46,10 +47,7 @@ void check_export(const to::op_graph& g, const to::cluster& cl, const to::build_
 TEST_CASE("a balanced pipeline frontier re-costs exactly from its exported files; equal stages share a problem") {
   const auto g = to::models::lower(tiny_gpt);
   const auto cl = mesh_cluster(1, 8);
-  to::pipeline_options o;
-  o.partitions = to::partition_search::balanced;
-  o.micro_batches = {4, 8};
-  o.threads = 1;
+  const auto o = to::testing::small_pipeline_options(to::partition_search::balanced, {4, 8});
   const auto pf = to::plan_pipeline_frontier(g, cl, o);
   bool deep = false;
   for (auto& q : pf.points) deep = deep || q.plan.degree >= 4;
@@ -72,13 +70,9 @@ TEST_CASE("a balanced pipeline frontier re-costs exactly from its exported files
 TEST_CASE("a frontier over every partition (dynamic program) re-costs exactly from its exported files") {
   const auto g = to::testing::mlp(8, {8, 16, 8, 4});
   for (const auto& cl : {mesh_cluster(1, 4), mesh_cluster(2, 2)}) {
-    to::pipeline_options o;
-    o.partitions = to::partition_search::all;
-    o.micro_batches = {2, 4};
-    o.threads = 1;
-    const auto pf = to::plan_pipeline_frontier(g, cl, o);
+    const auto pf = to::testing::partition_frontier(g, cl);
     REQUIRE(!pf.points.empty());
-    check_export(g, cl, o.build, pf.points);
+    check_export(g, cl, {}, pf.points);
   }
 }
 
@@ -106,11 +100,8 @@ TEST_CASE("an exported stage problem with f in flight equals the search's stage 
 TEST_CASE("the check fails on a corrupted point or problem file") {
   const auto g = to::models::lower(tiny_gpt);
   const auto cl = mesh_cluster(1, 4);
-  to::pipeline_options o;
-  o.partitions = to::partition_search::balanced;
-  o.micro_batches = {4};
+  auto o = to::testing::small_pipeline_options(to::partition_search::balanced, {4});
   o.degrees = {2, 4};
-  o.threads = 1;
   const auto pf = to::plan_pipeline_frontier(g, cl, o);
   REQUIRE(pf.points.size() >= 2);
   const auto ex = to::export_pipeline(g, cl, o.build, pf.points);
@@ -155,13 +146,9 @@ TEST_CASE("a hand-written pipeline plan (--strategy pp=2) exports as a one-point
 TEST_CASE("solving the exported pipeline problem gives the planner's frontier back") {
   const auto g = to::testing::mlp(8, {8, 16, 8, 4});
   for (const auto& cl : {mesh_cluster(1, 4), mesh_cluster(2, 2)}) {
-    to::pipeline_options o;
-    o.partitions = to::partition_search::all;
-    o.micro_batches = {2, 4};
-    o.threads = 1;
-    const auto pf = to::plan_pipeline_frontier(g, cl, o);
+    const auto pf = to::testing::partition_frontier(g, cl);
     REQUIRE(pf.exact);
-    const auto ex = to::export_pipeline(g, cl, o.build, pf.points);
+    const auto ex = to::export_pipeline(g, cl, {}, pf.points);
     const auto re = to::solve_pipeline_problem(ex.problem);
     REQUIRE(re.size() == pf.points.size());
     for (std::size_t i = 0; i < re.size(); ++i) {

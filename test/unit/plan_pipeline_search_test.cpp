@@ -6,6 +6,8 @@
 #include <tensoropt/plan/pipeline_planner.hpp>
 #include "cost_test_graphs.hpp"
 
+#include "plan_pipeline_fixture.hpp"
+
 namespace to = tensoropt;
 
 namespace {
@@ -189,15 +191,11 @@ TEST_CASE("pipeline search over every partition equals brute force on random MLP
     const auto g = to::testing::mlp(8, w);
     const auto cl = trial == 1 ? small_cluster(2, 1) : small_cluster(1, trial == 3 ? 4 : 2);
     CAPTURE(trial);
-    to::pipeline_options o;
-    o.partitions = to::partition_search::all;
-    o.micro_batches = {2, 4};
-    o.threads = 1;
-    const auto pf = to::plan_pipeline_frontier(g, cl, o);
+    const auto pf = to::testing::partition_frontier(g, cl);
     CHECK(pf.exact);
     std::vector<tm_point> brute;
     for (to::index_t p : to::legal_pipeline_degrees(g, cl.mesh))
-      for (to::index_t k : o.micro_batches)
+      for (to::index_t k : {2, 4})  // the fixture's counts
         if (k >= p)
           for (auto& q : brute_pipeline(g, cl, p, k)) brute.push_back(q);
     brute = pareto(brute);

@@ -6,6 +6,8 @@
 #include <tensoropt/plan/pipeline_plan_file.hpp>
 #include <tensoropt/plan/pipeline_spec.hpp>
 
+#include "plan_pipeline_fixture.hpp"
+
 namespace to = tensoropt;
 
 namespace {
@@ -91,10 +93,7 @@ TEST_CASE("Megatron 3D baselines: every legal degree triple, named with pp") {
 TEST_CASE("balanced pipeline search: p = 1 is today's frontier, every point re-costs exactly") {
   const auto g = to::models::lower(tiny_gpt);
   const auto cl = mesh_cluster(1, 4);
-  to::pipeline_options o;
-  o.partitions = to::partition_search::balanced;
-  o.micro_batches = {4};
-  o.threads = 1;
+  auto o = to::testing::small_pipeline_options(to::partition_search::balanced, {4});
   o.degrees = {1};
   const auto one = to::plan_pipeline_frontier(g, cl, o);
   to::planner_options po;
@@ -166,10 +165,8 @@ TEST_CASE("plan file /2 carries the stages; a pipeline point reads back and re-c
 TEST_CASE("the pipeline frontier does not depend on the thread count") {
   const auto g = to::models::lower(tiny_gpt);
   const auto cl = mesh_cluster(1, 4);
-  to::pipeline_options o;
-  o.partitions = to::partition_search::balanced;
-  o.micro_batches = {4, 8};
-  o.threads = 1;
+  auto o = to::testing::small_pipeline_options(to::partition_search::balanced, {4, 8});
+  o.runtime_peak = true;  // the peaks too
   const auto one = to::plan_pipeline_frontier(g, cl, o);
   o.threads = 3;
   const auto three = to::plan_pipeline_frontier(g, cl, o);
@@ -188,11 +185,8 @@ TEST_CASE("balanced stages: one search per class equals searching every stage") 
   const auto g = to::models::lower(tiny_gpt);
   const auto cl = mesh_cluster(1, 4);
   const to::index_t p = 4, k = 4;
-  to::pipeline_options o;
-  o.partitions = to::partition_search::balanced;
-  o.micro_batches = {k};
+  auto o = to::testing::small_pipeline_options(to::partition_search::balanced, {k});
   o.degrees = {p};
-  o.threads = 1;
   o.mode = to::search_mode::exact;
   const auto pf = to::plan_pipeline_frontier(g, cl, o);
   const auto bp = to::balance_stages(g, p);
@@ -221,10 +215,8 @@ TEST_CASE("jobs skipped by bounds: the same frontier as searching every job") {
   std::size_t beaten = 0;
   for (const bool limit : {false, true}) {
     CAPTURE(limit);
-    to::pipeline_options o;
-    o.partitions = to::partition_search::balanced;
+    auto o = to::testing::small_pipeline_options(to::partition_search::balanced, {}, 2);
     o.mode = to::search_mode::exact;
-    o.threads = 2;
     o.skip_by_bounds = false;
     const auto all = to::plan_pipeline_frontier(g, cl, o);
     REQUIRE(all.points.size() > 2);
@@ -262,12 +254,9 @@ TEST_CASE("job bounds: the time floor and the least stage cost are below every p
     for (const to::index_t k : {4, 8}) {
       CAPTURE(p);
       CAPTURE(k);
-      to::pipeline_options o;
-      o.partitions = to::partition_search::balanced;
+      auto o = to::testing::small_pipeline_options(to::partition_search::balanced, {k});
       o.mode = to::search_mode::exact;
       o.degrees = {p};
-      o.micro_batches = {k};
-      o.threads = 1;
       o.skip_by_bounds = false;
       const auto pf = to::plan_pipeline_frontier(g, cl, o);
       REQUIRE(!pf.points.empty());

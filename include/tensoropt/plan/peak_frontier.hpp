@@ -182,6 +182,27 @@ inline std::vector<frontier_point> bound_search_points(const planned_frontier& p
   return out;
 }
 
+/// The (peak, time) dominance filter: candidates 0 .. n - 1 are in order of time
+/// descending (of equal times, the least peak last); walking from the fastest, candidate
+/// i is kept iff peak_at(i) is within `limit` and below the peak of every faster
+/// candidate kept. Returns whether each is kept and adds those over `limit` to `over`.
+/// What is kept is a staircase: peak strictly rising as time falls.
+template <class PeakAt>
+std::vector<bool> keep_under_peak(std::size_t n, PeakAt peak_at, cost_t limit, std::size_t& over) {
+  std::vector<bool> keep(n, false);
+  cost_t best = max_problem_cost;
+  for (std::size_t i = n; i-- > 0;) {
+    const cost_t peak = peak_at(i);
+    if (peak > limit)
+      ++over;
+    else if (peak < best) {
+      keep[i] = true;
+      best = peak;
+    }
+  }
+  return keep;
+}
+
 /// Sets every point's peak and drops the points of `pf` dominated under (peak, time)
 /// and those whose peak exceeds `limit` bytes (the device; see the file comment).
 /// `extra` (with their parts in `extra_part_of`) are further candidates, e.g. from
@@ -234,17 +255,9 @@ inline peak_filter attach_peaks(planned_frontier& pf, std::size_t threads = 0, c
     const auto& y = pf.points[b];
     return x.time != y.time ? x.time > y.time : x.peak > y.peak;
   });
+  const auto kept = keep_under_peak(n, [&](std::size_t i) { return pf.points[order[i]].peak; }, limit, f.over);
   std::vector<bool> keep(n, false);
-  cost_t best = max_problem_cost;
-  for (std::size_t i = n; i-- > 0;) {
-    const auto& q = pf.points[order[i]];
-    if (q.peak > limit)
-      ++f.over;
-    else if (q.peak < best) {
-      keep[order[i]] = true;
-      best = q.peak;
-    }
-  }
+  for (std::size_t i = 0; i < n; ++i) keep[order[i]] = kept[i];
   std::vector<frontier_point> pts;
   std::vector<int> part_of;
   for (std::size_t i : order)

@@ -13,8 +13,9 @@
 //    devices) at the device's peak and most GEMM efficiency, times the k + p - 1 slots
 //    of 1F1B, plus the sends. cost_op charges every GEMM at least that (roofline max,
 //    efficiency below its maximum, launch overhead and collectives added), so it is a
-//    lower bound of the job's time; jobs run in ascending order of it (ties: p, then
-//    k), so the fast plans are found first and bound the rest.
+//    lower bound of the job's time; within one pipeline degree jobs run in ascending
+//    order of it (the degrees from the largest, plan/pipeline_planner.hpp), so the
+//    fast plans are found first and bound the rest.
 //  - corner bound (after the stage problems are built, which is cheap next to their
 //    search): for each stage class, the exact least time and the exact least memory of
 //    its stage problem, each found by solving the problem with the other objective set

@@ -25,22 +25,26 @@
 //    replayed peak. This is not the exact (peak, time) frontier: a plan off the
 //    additive frontier can have a lower peak than every plan on it at the same time.
 //
-// Cost: one replay per stage per point; a replay costs each op (cost_op) and builds each
-// tensor's placement over the stage's devices (cost/placement.hpp), so it grows with ops
-// x stage devices. Measured 4 .. 9 us per op x stage device (megatron-1.7b on 32 x
-// A100-80GB, pp 1 x tp 2, pp 2 x tp 2 and pp 4 x tp 8: 21 .. 36 ms per plan, one thread,
-// busy 2-core machine). Past `max_work` (ops x stage devices x points; the default 2e6
-// is about 10 .. 20 s there) the replay is not run: the points keep the additive memory
-// (peak = 0) and `describe` says so. The result does not depend on the thread count.
+// Cost: one replay per stage per point (plan/stage_layout.hpp, plan/stage_replay.hpp:
+// min(k, p - s) micro-batches of the stage's ops, each distinct placement built once
+// per pipeline degree and thread, up to 256 MiB of them). Measured on megatron-1t
+// (3,072 x A100-80GB) at pp 64, k 512: 0.04 s of CPU per plan of 64 stages (about 14 s before the replay was cut to min(k, p - s) micro-batches,
+// the stage's own ops and memoized placements; the same peaks to the last bit). The
+// replay runs on every point by default; `max_work` (ops x stage devices x points) can
+// still turn it off, and then the points keep the additive memory (peak = 0) and
+// `describe` says so. The result does not depend on the thread count.
 #pragma once
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <limits>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
+#include "peak_frontier.hpp"
 #include "pipeline_peak.hpp"
 #include "pipeline_search.hpp"
 
@@ -73,18 +77,13 @@ struct pipeline_peak_filter {
   }
 };
 
-/// The replayed peak of a pipeline plan of `g` (global batch) on `cl`: the most of any stage.
-inline double pipeline_point_peak(const op_graph& g, const pipeline_plan& pp, const cluster& cl,
-                                  const build_options& o) {
-  return predicted_pipeline_peak(g, pp, cl, o).peak();
-}
-
 /// Sets every point's peak and drops the points of `pf` dominated under (peak, time)
 /// and those whose peak exceeds `limit` bytes (see the file comment). `threads` = 0:
 /// every core.
 inline pipeline_peak_filter attach_pipeline_peaks(pipeline_frontier& pf, const op_graph& g, const cluster& cl,
                                                   const build_options& o, std::size_t threads = 0,
-                                                  cost_t limit = max_problem_cost, double max_work = 2e6) {
+                                                  cost_t limit = max_problem_cost,
+                                                  double max_work = std::numeric_limits<double>::infinity()) {
   pipeline_peak_filter f;
   const std::size_t n = pf.points.size();
   f.searched = n;
@@ -97,8 +96,12 @@ inline pipeline_peak_filter attach_pipeline_peaks(pipeline_frontier& pf, const o
   std::exception_ptr failure;
   std::atomic<bool> failed{false};
   auto work = [&] {
+    std::map<int, detail::placement_cache> caches;  // per pipeline degree, this thread's
     for (std::size_t i; !failed && (i = next++) < n;) try {
-        peak[i] = pipeline_point_peak(g, pf.points[i].plan, cl, o);
+        const auto& pp = pf.points[i].plan;
+        auto it = caches.try_emplace(pp.degree, stage_mesh(cl.mesh, pp.degree)).first;
+        if (it->second.bytes() > 256.0 * (1 << 20)) it->second.clear();  // bounded: 256 MiB per degree
+        peak[i] = detail::pipeline_peak_of(g, pp, cl, o, it->second).peak();
       } catch (...) {
         if (!failed.exchange(true)) failure = std::current_exception();
       }
@@ -119,16 +122,8 @@ inline pipeline_peak_filter attach_pipeline_peaks(pipeline_frontier& pf, const o
     f.ratio_hi = std::max(f.ratio_hi, r);
   }
   pf.searched = pf.points;
-  // points are sorted by time strictly descending: walk from the fastest
-  std::vector<bool> keep(n, false);
-  cost_t best = max_problem_cost;
-  for (std::size_t i = n; i-- > 0;)
-    if (pf.points[i].peak > limit)
-      ++f.over;
-    else if (pf.points[i].peak < best) {
-      keep[i] = true;
-      best = pf.points[i].peak;
-    }
+  // points are sorted by time strictly descending, as keep_under_peak wants them
+  const auto keep = keep_under_peak(n, [&](std::size_t i) { return pf.points[i].peak; }, limit, f.over);
   std::vector<pipeline_point> pts;
   for (std::size_t i = 0; i < n; ++i)
     if (keep[i]) pts.push_back(std::move(pf.points[i]));

@@ -2,10 +2,14 @@
 // pipeline degree p and micro-batch count k >= p) on a pool of threads and keeps their
 // union, each point a pipeline_plan.
 //
-// Jobs run in ascending order of a lower bound of their time (plan/pipeline_bounds.hpp;
-// ties: smaller p, then k), so that the fast plans found first bound the others; a job
-// whose least memory is above the limit, or all of whose possible points (a region of
-// lower bounds) are dominated by points found already, is skipped. Skipping never
+// Jobs run in descending order of the pipeline degree p, and within one p in ascending
+// order of a lower bound of their time (plan/pipeline_bounds.hpp; ties: smaller k): a
+// large p has small stages on few devices, so its searches are the cheap ones (on
+// megatron-1t a pp 64 job takes about a second of CPU, a pp 1 job 10-200 s) and its
+// fast plans bound the expensive jobs of small p that run last (ordering by the time
+// bound alone put every pp 1 job first: the first 10 of 217 jobs took 180 s of CPU). A
+// job whose least memory is above the limit, or all of whose possible points (a region
+// of lower bounds) are dominated by points found already, is skipped. Skipping never
 // changes the frontier (see there).
 //
 // The union is kept as the jobs finish: a job's point becomes a plan only when no point
@@ -105,7 +109,8 @@ inline pipeline_frontier plan_pipeline_frontier(const op_graph& g, const cluster
                   : detail::balanced_time_floor(micro, cl, jb.p, jb.k, jb.bp, o.build.prec);
   }
   std::stable_sort(jobs.begin(), jobs.end(), [](const job& x, const job& y) {
-    return x.floor != y.floor ? x.floor < y.floor : std::pair{x.p, x.k} < std::pair{y.p, y.k};
+    if (x.p != y.p) return x.p > y.p;
+    return x.floor != y.floor ? x.floor < y.floor : x.k < y.k;
   });
   pf.notes.push_back(dp ? "partitions: every split at the " + std::to_string(ncuts) + " cut points (dynamic program)"
                         : "partitions: balanced (the largest repeat<> cut into equal stages; " + std::to_string(ncuts) +
@@ -187,9 +192,11 @@ inline pipeline_frontier plan_pipeline_frontier(const op_graph& g, const cluster
                      std::to_string(over_limit) + " with least memory above the limit, " +
                      std::to_string(skipped - over_limit) + " with every possible point beaten)");
   pf.exact = exact && dp;
+  const auto tp = std::chrono::steady_clock::now();
   pf.memory_note = o.runtime_peak ? attach_pipeline_peaks(pf, g, cl, o.build, hw, o.solve.memory_limit).describe()
                                   : "the additive memory of the fullest stage, what the search optimized (not the "
                                     "runtime peak)";
+  pf.peak_seconds = detail::seconds_since(tp);
   pf.seconds = detail::seconds_since(t0);
   return pf;
 }

@@ -75,7 +75,7 @@ struct pipeline_options {
   std::function<void(const std::string&)> progress;
   /// Replay each point's runtime stage peaks and keep the plans not dominated under
   /// (peak, time) (plan/pipeline_peak_frontier.hpp); false: the additive frontier as searched.
-  bool runtime_peak = false;
+  bool runtime_peak = true;
 };
 
 struct pipeline_point {
@@ -95,6 +95,7 @@ struct pipeline_frontier {
   std::size_t skipped = 0;             ///< jobs skipped by bounds (plan/pipeline_bounds.hpp)
   std::size_t skipped_over_limit = 0;  ///< of them, jobs whose least memory is above the limit
   double seconds = 0;
+  double peak_seconds = 0;  ///< of `seconds`, the runtime peak replay (runtime_peak)
   std::vector<baseline_result> baselines;
   std::vector<pipeline_point> searched;  ///< under runtime_peak: every point the search returned
   std::string memory_note;               ///< which memory `points` holds (and the search optimized)

@@ -100,9 +100,21 @@ inline stage_crossings crossings_of(const op_graph& g, const pipeline_plan& pp, 
   stage_crossings r;
   r.in = crossings_into(g, pp, s, mesh);
   std::vector<crossing> out;
+  // only the later stages that read a tensor made here (one pass over their ops)
+  const std::size_t begin = pp.stage_begin[std::size_t(s)];
+  const std::size_t end = s + 1 < pp.degree ? pp.stage_begin[std::size_t(s) + 1] : g.ops.size();
+  std::vector<bool> reads(std::size_t(pp.degree), false);
+  for (std::size_t j = end, b = std::size_t(s); j < g.ops.size(); ++j) {
+    while (b + 1 < pp.stage_begin.size() && pp.stage_begin[b + 1] <= j) ++b;
+    for (auto& m : g.ops[j].inputs) {
+      const auto q = std::size_t(g.tensors[std::size_t(m.tensor)].producer);
+      if (q >= begin && q < end && g.ops[q].kind != op_kind::input) reads[b] = true;
+    }
+  }
   for (int b = s + 1; b < pp.degree; ++b)
-    for (auto& c : crossings_into(g, pp, b, mesh))
-      if (c.from_stage == s) out.push_back(std::move(c));
+    if (reads[std::size_t(b)])
+      for (auto& c : crossings_into(g, pp, b, mesh))
+        if (c.from_stage == s) out.push_back(std::move(c));
   std::stable_sort(out.begin(), out.end(), [](const crossing& x, const crossing& y) { return x.tensor < y.tensor; });
   r.out = std::move(out);
   return r;
