@@ -125,30 +125,9 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
   const int olast = rb.instances[L - 2][std::size_t(s.boundary)];
   std::vector<int> ra, rt, rz;
   const problem pa = detail::subproblem(p, s.a_nodes, -1, s.reps, p.memory_offset, ra);
-  const problem pt = detail::subproblem(p, rb.instances[1], o0, s.reps, 0, rt);
-  const problem pz = detail::subproblem(p, s.z_nodes, olast, s.reps, 0, rz);
-  auto local = [](const std::vector<int>& remap, int v) {
-    return int(std::find(remap.begin(), remap.end(), v) - remap.begin());
-  };
-  // the copy's edges: the problem's edges from o_0 into instance 1 (resp. from o_{L-2} into instance L-1)
-  auto add_copy_edges = [&](problem& q, const std::vector<int>& remap, int from) {
-    for (auto& e : p.edges) {
-      if (e.from != from) continue;
-      const int w = local(remap, e.to);
-      if (w >= int(remap.size()) || remap[std::size_t(w)] < 0) continue;
-      const std::size_t cols = p.nodes[std::size_t(e.to)].configs.size();
-      problem_edge pe{0, w, {}, {}};
-      for (int c : s.reps)
-        for (std::size_t j = 0; j < cols; ++j) {
-          pe.time.push_back(e.time[std::size_t(c) * cols + j]);
-          pe.memory.push_back(e.memory[std::size_t(c) * cols + j]);
-        }
-      q.edges.push_back(std::move(pe));
-    }
-  };
-  problem qt = pt, qz = pz;
-  add_copy_edges(qt, rt, o0);
-  add_copy_edges(qz, rz, olast);
+  const problem qt = detail::fed_subproblem(p, rb.instances[1], o0, s.reps, rt);
+  const problem qz = detail::fed_subproblem(p, s.z_nodes, olast, s.reps, rz);
+  const auto local = detail::local_index;
   // Kept nodes come back grouped into layout-configs; a group of o must lie in one layout
   // class (it does when the classes of o's own edges separate what the next layer's edges
   // separate), else that subproblem is solved again ungrouped.
