@@ -228,20 +228,14 @@ inline std::vector<int> layout_classes(const generated& g) {
   return cls;
 }
 
-// Brute force over every strategy; `restricted`: only those with o_0..o_{L-2} in one class.
-inline std::vector<cost_pair> brute_force(const generated& g, bool restricted) {
-  const auto cls = layout_classes(g);
-  const auto& p = g.p;
+// Brute force: every strategy that `admit(choice)` accepts, costed with cost_of, then the
+// Pareto staircase (memory ascending, time strictly descending).
+template <class Admit>
+std::vector<cost_pair> brute_force(const to::problem& p, Admit&& admit) {
   std::vector<int> choice(p.nodes.size(), 0);
   std::vector<cost_pair> all;
   while (true) {
-    bool ok = true;
-    if (restricted) {
-      const int c0 = cls[std::size_t(choice[std::size_t(g.rb.instances[0][std::size_t(g.boundary)])])];
-      for (std::size_t l = 1; l + 1 < g.rb.instances.size(); ++l)
-        ok = ok && cls[std::size_t(choice[std::size_t(g.rb.instances[l][std::size_t(g.boundary)])])] == c0;
-    }
-    if (ok) {
+    if (admit(choice)) {
       const auto c = to::cost_of(p, choice);
       all.push_back({c.time, c.memory});
     }
@@ -257,6 +251,23 @@ inline std::vector<cost_pair> brute_force(const generated& g, bool restricted) {
   for (auto& c : all)
     if (f.empty() || c.time < f.back().time) f.push_back(c);
   return f;
+}
+
+// Brute force over every strategy of `p`.
+inline std::vector<cost_pair> brute_force(const to::problem& p) {
+  return brute_force(p, [](const std::vector<int>&) { return true; });
+}
+
+// Brute force over every strategy; `restricted`: only those with o_0..o_{L-2} in one class.
+inline std::vector<cost_pair> brute_force(const generated& g, bool restricted) {
+  const auto cls = layout_classes(g);
+  return brute_force(g.p, [&](const std::vector<int>& choice) {
+    if (!restricted) return true;
+    const int c0 = cls[std::size_t(choice[std::size_t(g.rb.instances[0][std::size_t(g.boundary)])])];
+    for (std::size_t l = 1; l + 1 < g.rb.instances.size(); ++l)
+      if (cls[std::size_t(choice[std::size_t(g.rb.instances[l][std::size_t(g.boundary)])])] != c0) return false;
+    return true;
+  });
 }
 
 }  // namespace rand_problem

@@ -42,7 +42,7 @@ std::vector<cost_pair> costs(const to::frontier_result& r) {
 
 TEST_CASE("powered repeated blocks equal brute force under the one-layout restriction") {
   std::mt19937_64 rng(8);
-  int tested = 0, equal_to_exact = 0;
+  int tested = 0, equal_to_exact = 0, hull_skips = 0;
   for (int it = 0; it < 300; ++it) {
     const int pre = int(rng() % 3), suf = int(rng() % 3), m = 1 + int(rng() % 3), L = 3 + int(rng() % 4);
     const auto g = random_repeated(rng, pre, L, m, suf, 3, it % 2 == 1);
@@ -63,9 +63,12 @@ TEST_CASE("powered repeated blocks equal brute force under the one-layout restri
       CHECK(dominated);
     }
     equal_to_exact += costs(r) == exact;
+    hull_skips += r.note.find("(0 skipped by a convex lower bound") == std::string::npos;
     ++tested;
   }
   CHECK(tested > 150);
+  // layouts skipped before composing (the convex lower bound) occur and keep the frontier exact
+  CHECK(hull_skips > 0);
   // the restriction bites on some random problems (their optima change layout), not on all
   CHECK(equal_to_exact > 0);
   CHECK(equal_to_exact < tested);
@@ -204,6 +207,13 @@ std::vector<to::frontier_result> solve_bounded(const std::vector<generated>& gs,
         for (std::size_t j = 0; j < i; ++j) before.insert(before.end(), guaranteed[j].begin(), guaranteed[j].end());
       return before;
     };
+    // every other search also takes them before its coarse pass (skipping layouts uncomposed)
+    if (bounded && i % 2 == 1)
+      b.known = [&, i] {
+        std::vector<to::frontier::point> before;
+        for (std::size_t j = 0; j < i; ++j) before.insert(before.end(), guaranteed[j].begin(), guaranteed[j].end());
+        return before;
+      };
     out.push_back(to::solve_repeated(gs[i].p, gs[i].rb, {.epsilon = eps}, b));
   }
   return out;
@@ -274,4 +284,80 @@ TEST_CASE("searches bounded by each other's guaranteed points: the same union (e
   }
   CHECK(groups > 40);
   CHECK(skipped_all > 5);  // a search wholly beaten by one before it returns nothing
+}
+
+TEST_CASE("the convex lower bound of a powered sum: below every sum, and its cover test equals brute force") {
+  using to::detail::candidate;
+  std::mt19937_64 rng(31);
+  auto staircase = [&](std::size_t n) {
+    std::vector<candidate> s;
+    for (std::size_t i = 0; i < n; ++i) s.push_back({to::cost_t(rng() % 60), to::cost_t(rng() % 60), -1, -1});
+    to::detail::pareto_filter(s);
+    return s;
+  };
+  // the least integer time on or above the chain at memory m (the chain starts at or before m)
+  auto chain_ceil = [](const to::detail::hull_chain& h, to::cost_t m) {
+    std::size_t s = 0;
+    while (s + 1 < h.memory.size() && h.memory[s + 1] <= m) ++s;
+    if (s + 1 >= h.memory.size()) return h.time.back();
+    const to::cost_t dm = h.memory[s + 1] - h.memory[s], num = (h.time[s + 1] - h.time[s]) * (m - h.memory[s]);
+    // t_s + ceil(num / dm), num <= 0
+    return h.time[s] - (-num) / dm;
+  };
+  int covered = 0, not_covered = 0, slack_more = 0;
+  for (int it = 0; it < 300; ++it) {
+    CAPTURE(it);
+    const auto a = staircase(1 + rng() % 5), t = staircase(1 + rng() % 6), z = staircase(1 + rng() % 4);
+    const to::cost_t m_count = to::cost_t(1 + rng() % 4);
+    const auto ha = to::detail::lower_hull(a), ht = to::detail::lower_hull(t), hz = to::detail::lower_hull(z);
+    const auto chain = to::detail::hull_sum({&ha, &ht, &hz}, {1, m_count, 1});
+    for (std::size_t v = 1; v < chain.memory.size(); ++v) {
+      CHECK(chain.memory[v] > chain.memory[v - 1]);
+      CHECK(chain.time[v] < chain.time[v - 1]);
+    }
+    // every sum a + m_count t's + z lies on or above the chain
+    std::vector<candidate> sums{{0, 0, -1, -1}};
+    for (to::cost_t c = 0; c < m_count + 2; ++c) {
+      const auto& part = c == 0 ? a : c == m_count + 1 ? z : t;
+      std::vector<candidate> next;
+      for (auto& x : sums)
+        for (auto& y : part) next.push_back({x.time + y.time, x.memory + y.memory, -1, -1});
+      to::detail::pareto_filter(next);
+      sums.swap(next);
+    }
+    for (auto& x : sums) {
+      REQUIRE(x.memory >= chain.memory.front());
+      CHECK(x.time >= chain_ceil(chain, x.memory));
+    }
+    // the cover test against every integer memory up to the limit
+    auto known = staircase(1 + rng() % 8);
+    for (auto& k : known) k.memory = k.memory * (1 + m_count) + to::cost_t(rng() % 3);
+    to::detail::pareto_filter(known);
+    const to::cost_t limit = to::cost_t(rng() % 400);
+    bool brute = true;
+    for (to::cost_t m = chain.memory.front(); m <= limit; ++m) {
+      to::cost_t best = std::numeric_limits<to::cost_t>::max();
+      for (auto& k : known)
+        if (k.memory <= m) best = std::min(best, k.time);
+      brute = brute && best <= chain_ceil(chain, m);
+    }
+    const bool got = to::detail::covers_chain(known, chain, limit);
+    CHECK(got == brute);
+    (got ? covered : not_covered) += 1;
+    // under a slack: sound (every point above the chain within (1 + slack)), and weaker
+    bool brute_slack = true;
+    for (to::cost_t m = chain.memory.front(); m <= limit; ++m) {
+      to::cost_t best = std::numeric_limits<to::cost_t>::max();
+      for (auto& k : known)
+        if (k.memory <= m) best = std::min(best, k.time);
+      brute_slack = brute_slack && double(best) <= 1.25 * double(chain_ceil(chain, m));
+    }
+    const bool got_slack = to::detail::covers_chain(known, chain, limit, 0.25);
+    CHECK((!got_slack || brute_slack));
+    CHECK((!got || got_slack));
+    slack_more += got_slack && !got;
+  }
+  CHECK(covered > 20);
+  CHECK(not_covered > 20);
+  CHECK(slack_more > 0);
 }

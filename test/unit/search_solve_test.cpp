@@ -11,29 +11,6 @@ using namespace rand_problem;
 
 namespace {
 
-// Brute force: every strategy, costed with cost_of, then the Pareto staircase.
-std::vector<cost_pair> brute_force(const to::problem& p) {
-  std::vector<int> choice(p.nodes.size(), 0);
-  std::vector<cost_pair> all;
-  while (true) {
-    const auto c = to::cost_of(p, choice);
-    all.push_back({c.time, c.memory});
-    std::size_t i = 0;
-    for (; i < choice.size(); ++i) {
-      if (++choice[i] < int(p.nodes[i].configs.size())) break;
-      choice[i] = 0;
-    }
-    if (i == choice.size()) break;
-  }
-  std::sort(all.begin(), all.end(), [](auto& a, auto& b) {
-    return a.memory != b.memory ? a.memory < b.memory : a.time < b.time;
-  });
-  std::vector<cost_pair> f;
-  for (auto& c : all)
-    if (f.empty() || c.time < f.back().time) f.push_back(c);
-  return f;
-}
-
 std::vector<cost_pair> costs(const to::frontier_result& r) {
   std::vector<cost_pair> c;
   for (auto& q : r.points) c.push_back({q.time, q.memory});

@@ -212,12 +212,14 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
         } else if (mc.mode == search_mode::fast) {
           repeated_bounds rbd;
           // points past the time cap are erased from the union below, so they guarantee nothing
-          if (opt.job_bounds)
+          if (opt.job_bounds) {
             rbd.exchange = [&, pos, cap = built->time_cap](std::vector<frontier::point> mine) {
               std::erase_if(mine, [&](const frontier::point& q) { return q.time >= cap; });
               publish(pos, std::move(mine));
               return published_before(pos);
             };
+            rbd.known = [&, pos] { return published_before(pos); };
+          }
           part.frontier = solve_repeated(built->prob, mc.block, so, rbd);
         } else if (so.epsilon == 0 && !mc.block.instances.empty() && check_repeated(built->prob, mc.block).empty()) {
           part.frontier = solve_repeated_exact(built->prob, mc.block, so);  // exact, identical layers folded once

@@ -26,7 +26,9 @@
 // against the unrestricted problem (plan/planner.hpp).
 //
 // Speed. T is needed on its diagonal only (input and output in one layout), so only those
-// cells are computed (solve_conditioned's classes). Layouts are composed in order of their
+// cells are computed (solve_conditioned's classes). Before any composition, a layout whose
+// convex lower bound (hull(A) (+) M hull(T) (+) hull(Z), detail/hull_bound.hpp) lies on or
+// above points already known is skipped. Layouts are composed in order of their
 // coarse least time, and each sum drops partial sums that points already returned cover
 // after the least cost still to be added (detail/staircase_sum.hpp's dominance filter).
 // Searches whose frontiers end in one union (the planner's micro-batch counts) bound each
@@ -52,6 +54,7 @@
 #include <string>
 #include <vector>
 #include "solve.hpp"
+#include "detail/hull_bound.hpp"
 #include "detail/repeated_split.hpp"
 #include "detail/staircase_sum.hpp"
 
@@ -73,6 +76,9 @@ inline std::string check_repeated(const problem& p, const repeated_block& rb) {
 /// from the searches before it in one fixed order, so nothing depends on threads).
 struct repeated_bounds {
   std::function<std::vector<frontier::point>(std::vector<frontier::point>)> exchange;
+  /// Optional: the points `exchange` will give back, asked for before the coarse pass (so
+  /// they can skip layouts before they are composed); called once, before `exchange`.
+  std::function<std::vector<frontier::point>()> known;
 };
 
 /// The frontier of `p` under the restriction of the header (one layout b at every boundary
@@ -86,17 +92,7 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
   const auto s = detail::split_repeated(p, rb);
   detail::require(s.why_not.empty(), "solve_repeated: the block cannot be composed by powering: " + s.why_not);
   const std::size_t L = rb.instances.size(), M = L - 2, nb = s.reps.size();
-  // depth of nested sums of the powering (squarings and accumulations on one chain)
-  std::size_t depth = 0;
-  {
-    std::size_t base = 0, acc = 0;
-    bool have = false;
-    for (std::size_t r = M; r; r >>= 1) {
-      if (r & 1) { acc = have ? std::max(acc, base) + 1 : base; have = true; }
-      if (r >> 1) base += 1;
-    }
-    depth = acc;
-  }
+  const std::size_t depth = detail::power_depth(M);
   const double lam = std::log1p(o.epsilon);
   solve_options inner = o;
   inner.epsilon = std::expm1(lam / 2);
@@ -125,30 +121,9 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
   const int olast = rb.instances[L - 2][std::size_t(s.boundary)];
   std::vector<int> ra, rt, rz;
   const problem pa = detail::subproblem(p, s.a_nodes, -1, s.reps, p.memory_offset, ra);
-  const problem pt = detail::subproblem(p, rb.instances[1], o0, s.reps, 0, rt);
-  const problem pz = detail::subproblem(p, s.z_nodes, olast, s.reps, 0, rz);
-  auto local = [](const std::vector<int>& remap, int v) {
-    return int(std::find(remap.begin(), remap.end(), v) - remap.begin());
-  };
-  // the copy's edges: the problem's edges from o_0 into instance 1 (resp. from o_{L-2} into instance L-1)
-  auto add_copy_edges = [&](problem& q, const std::vector<int>& remap, int from) {
-    for (auto& e : p.edges) {
-      if (e.from != from) continue;
-      const int w = local(remap, e.to);
-      if (w >= int(remap.size()) || remap[std::size_t(w)] < 0) continue;
-      const std::size_t cols = p.nodes[std::size_t(e.to)].configs.size();
-      problem_edge pe{0, w, {}, {}};
-      for (int c : s.reps)
-        for (std::size_t j = 0; j < cols; ++j) {
-          pe.time.push_back(e.time[std::size_t(c) * cols + j]);
-          pe.memory.push_back(e.memory[std::size_t(c) * cols + j]);
-        }
-      q.edges.push_back(std::move(pe));
-    }
-  };
-  problem qt = pt, qz = pz;
-  add_copy_edges(qt, rt, o0);
-  add_copy_edges(qz, rz, olast);
+  const problem qt = detail::fed_subproblem(p, rb.instances[1], o0, s.reps, rt);
+  const problem qz = detail::fed_subproblem(p, s.z_nodes, olast, s.reps, rz);
+  const auto local = detail::local_index;
   // Kept nodes come back grouped into layout-configs; a group of o must lie in one layout
   // class (it does when the classes of o's own edges separate what the next layer's edges
   // separate), else that subproblem is solved again ungrouped.
@@ -261,20 +236,55 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
   // point p of layout b's composition, a real point q with q.memory <= p.memory and
   // q.time <= c p.time, c = (1 + dc)^(depth + 2). Layouts are then taken in order of their
   // coarse least time; b is skipped when every q / c (time) of its coarse frontier is
-  // dominated by a coarse point of a layout already kept (or costs exactly as one), whose fine result covers that
-  // point as it covers its own exact points. Deterministic: the order and the bounds
-  // depend only on the problem.
+  // dominated by a coarse point of a layout already kept (or costs exactly as one), whose
+  // fine result covers that point as it covers its own exact points, or when the points
+  // returned so far cover its convex lower bound (below). Deterministic: the order and the
+  // bounds depend only on the problem and the points given by `bounds`.
   const double dc = std::max(delta, 0.002);
   const double c_bound = std::pow(1 + dc, double(depth + 2));
+  // Before its coarse pass, a layout is skipped when the coarse points of the layouts
+  // composed so far (and the points of other searches, `bounds.known`) lie at or below every
+  // point above its convex lower bound (hull(A) (+) M hull(T) (+) hull(Z),
+  // detail/hull_bound.hpp): every exact point p of it then has a real point k <= p of a
+  // composed layout (covered as that layout's own points are) or a guaranteed point. The
+  // bound holds for sums of the inner tables' points, which cover the exact ones within
+  // s = sqrt(1 + epsilon); the powering covers them within s too. A point returned (or
+  // guaranteed by another search) covers a sum by itself, so against those the test takes
+  // slack s: k.time <= s sum.time keeps every point within s^2 = 1 + epsilon, and a coarse
+  // point of a skipped layout within s, as its guarantee to other searches says.
+  // Layouts go in order of their least time (A's, M T's and Z's added), most promising first.
+  const double slack = o.epsilon > 0 ? std::expm1(lam / 2) : 0.0;
   std::vector<std::vector<detail::candidate>> coarse(nb);
-  std::vector<std::size_t> order;
+  std::vector<detail::hull_chain> chain(nb);
+  std::vector<std::size_t> order, by_least;
+  std::size_t hull_skipped = 0;
+  for (std::size_t b = 0; b < nb; ++b)
+    if (!a_of[b].empty() && !t_of[b].empty() && !z_of[b].empty()) by_least.push_back(b);
+  auto least_time = [&](std::size_t b) {
+    return a_of[b].back().time + cost_t(M) * t_of[b].back().time + z_of[b].back().time;
+  };
+  std::stable_sort(by_least.begin(), by_least.end(),
+                   [&](std::size_t x, std::size_t y) { return least_time(x) < least_time(y); });
   {
     std::vector<detail::power_node> pw;
-    std::vector<detail::candidate> az;
+    std::vector<detail::candidate> az, others;
+    if (bounds.known)
+      for (auto& q : bounds.known()) others.push_back({q.time, q.memory, -1, -1});
+    detail::pareto_filter(others);
+    auto composed_coarse = others;
     int root = -1;
-    for (std::size_t b = 0; b < nb; ++b) {
+    for (std::size_t b : by_least) {
+      const auto ha = detail::lower_hull(a_of[b]), ht = detail::lower_hull(t_of[b]), hz = detail::lower_hull(z_of[b]);
+      chain[b] = detail::hull_sum({&ha, &ht, &hz}, {1, cost_t(M), 1});
+      if (detail::covers_chain(composed_coarse, chain[b], limit) || detail::covers_chain(others, chain[b], limit, slack)) {
+        ++hull_skipped;
+        continue;
+      }
       coarse[b] = compose(b, dc, pw, root, az, nullptr);
-      if (!coarse[b].empty()) order.push_back(b);
+      if (coarse[b].empty()) continue;
+      order.push_back(b);
+      composed_coarse.insert(composed_coarse.end(), coarse[b].begin(), coarse[b].end());
+      detail::pareto_filter(composed_coarse);
     }
   }
   std::stable_sort(order.begin(), order.end(),
@@ -314,7 +324,9 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
     bool twin = false;
     for (std::size_t k : kept_layouts)
       twin = twin || (same_costs(a_of[b], a_of[k]) && same_costs(t_of[b], t_of[k]) && same_costs(z_of[b], z_of[k]));
-    if (twin) { ++skipped; continue; }
+    // the same bound against the points returned so far (and those of other searches),
+    // which cover a sum on their own: within the slack s
+    if (twin || detail::covers_chain(found, chain[b], limit, slack)) { ++skipped; continue; }
     bool dominated = true;
     for (auto& q : coarse[b]) {
       auto it = std::upper_bound(kept.begin(), kept.end(), q.memory,
@@ -349,8 +361,8 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
   r.width_fallback = !fa.note.empty() || !ft.note.empty() || !fz.note.empty();
   r.note = "fast mode: one layout at every boundary between the " + std::to_string(L) +
            " identical layers (boundaries next to non-repeated parts free); " + std::to_string(nb) +
-           " boundary layouts, each composed by binary powering (" + std::to_string(skipped) +
-           " skipped by bounds" +
+           " boundary layouts, each composed by binary powering (" + std::to_string(hull_skipped) +
+           " skipped by a convex lower bound before composing, " + std::to_string(skipped) + " more by bounds" +
            (bounds.exchange ? ", with " + std::to_string(outside) + " points of other searches" : std::string()) + ")";
   std::vector<int> sub;
   for (auto& x : all) {

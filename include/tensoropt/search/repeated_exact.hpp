@@ -72,29 +72,9 @@ inline repeated_tables repeated_parts(const problem& p, const repeated_block& rb
   const int olast = rb.instances[L - 2][std::size_t(s.boundary)];
   repeated_tables out;
   const problem pa = subproblem(p, s.a_nodes, -1, s.reps, p.memory_offset, out.ra);
-  problem qt = subproblem(p, rb.instances[1], o0, s.reps, 0, out.rt);
-  problem qz = subproblem(p, s.z_nodes, olast, s.reps, 0, out.rz);
-  auto local = [](const std::vector<int>& remap, int v) {
-    return int(std::find(remap.begin(), remap.end(), v) - remap.begin());
-  };
-  // the copy's edges: the problem's edges from `from` into the subproblem's nodes
-  auto add_copy_edges = [&](problem& q, const std::vector<int>& remap, int from) {
-    for (auto& e : p.edges) {
-      if (e.from != from) continue;
-      const int w = local(remap, e.to);
-      if (w >= int(remap.size()) || remap[std::size_t(w)] < 0) continue;
-      const std::size_t cols = p.nodes[std::size_t(e.to)].configs.size();
-      problem_edge pe{0, w, {}, {}};
-      for (int c : s.reps)
-        for (std::size_t j = 0; j < cols; ++j) {
-          pe.time.push_back(e.time[std::size_t(c) * cols + j]);
-          pe.memory.push_back(e.memory[std::size_t(c) * cols + j]);
-        }
-      q.edges.push_back(std::move(pe));
-    }
-  };
-  add_copy_edges(qt, out.rt, o0);
-  add_copy_edges(qz, out.rz, olast);
+  const problem qt = fed_subproblem(p, rb.instances[1], o0, s.reps, out.rt);
+  const problem qz = fed_subproblem(p, s.z_nodes, olast, s.reps, out.rz);
+  const auto local = local_index;
   auto conditioned = [&](const problem& q, const std::vector<int>& keep, int o_at) {
     auto f = solve_conditioned(q, keep, o);
     const std::size_t i = std::size_t(std::find(f.kept.begin(), f.kept.end(), o_at) - f.kept.begin());

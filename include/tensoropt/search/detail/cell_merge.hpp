@@ -141,8 +141,9 @@ struct cell_merger {
       rows.push_back({bt + pl.a.p[i].time, bm + pl.a.p[i].memory, cv, std::int32_t(i)});
   }
 
-  /// Merges every row + S into `out`: the cell's staircase, epsilon-pruned with delta,
-  /// without the points whose memory exceeds `limit` (popped in memory order: the
+  /// Merges every row + S into `out`: the cell's staircase, epsilon-pruned with delta (a
+  /// point is dropped when the kept point before it has time <= (1 + delta) times its
+  /// time), without the points whose memory exceeds `limit` (popped in memory order: the
   /// merge stops at the first).
   constexpr void run(double delta, cost_t limit = std::numeric_limits<cost_t>::max()) {
     heap.clear();
@@ -160,6 +161,13 @@ struct cell_merger {
     std::size_t np = 0;
     cost_t best = 0;
     bool any = false;
+    // Under delta a point is kept only when it beats the last kept one by more than
+    // (1 + delta) in time: the first such point in memory order is the one a prune of the
+    // exact staircase keeps (a staircase point before it with no more time would have been
+    // kept instead), so pruning during the merge gives the same costs and lets rows jump
+    // past every point the prune would drop.
+    const double f = 1.0 + delta;
+    auto beats = [&](cost_t t) { return !any || (delta > 0 ? f * double(t) < double(best) : t < best); };
     while (np < pending.size() || !heap.empty()) {
       merge_item x;
       if (np < pending.size() && (heap.empty() || !heap_after{}(pending[np], heap.front()))) {
@@ -173,16 +181,16 @@ struct cell_merger {
       const merge_row& row = rows[x.row];
       const span& s = plans[row.cv].s;
       std::size_t next = x.j + 1;
-      if (!any || x.time < best) {
+      if (beats(x.time)) {
         out.push_back(x);
         best = x.time;
         any = true;
       } else {
-        // first j > x.j with row.time + S[j].time < best (S's times decrease)
+        // first j > x.j whose point beats the last kept one (S's times decrease)
         std::size_t lo = x.j + 1, hi = s.n;
         while (lo < hi) {
           const std::size_t mid = lo + (hi - lo) / 2;
-          if (row.time + s.p[mid].time < best) hi = mid;
+          if (beats(row.time + s.p[mid].time)) hi = mid;
           else lo = mid + 1;
         }
         next = lo;
@@ -191,12 +199,6 @@ struct cell_merger {
         heap.push_back({row.memory + s.p[next].memory, row.time + s.p[next].time, x.row, std::uint32_t(next)});
         std::push_heap(heap.begin(), heap.end(), heap_after{});
       }
-    }
-    if (delta > 0 && out.size() > 2) {
-      std::size_t k = 1;
-      for (std::size_t i = 1; i < out.size(); ++i)
-        if (!(double(out[k - 1].time) <= (1.0 + delta) * double(out[i].time))) out[k++] = out[i];
-      out.resize(k);
     }
   }
 };

@@ -2,6 +2,7 @@
 // composed by powering, finds the boundary node and its layout classes, and cuts out the
 // subproblems before, inside and after the identical layers (see search/repeated.hpp).
 #pragma once
+#include <algorithm>
 #include <string>
 #include <vector>
 #include "../problem.hpp"
@@ -164,6 +165,34 @@ inline problem subproblem(const problem& p, const std::vector<int>& nodes, int b
   for (auto& e : p.edges) {
     const int u = at[std::size_t(e.from)], w = at[std::size_t(e.to)];
     if (u >= 0 && w >= 0) q.edges.push_back({u, w, e.time, e.memory});
+  }
+  return q;
+}
+
+/// The position of node `v` of p in a subproblem's `remap` (remap.size() when absent).
+inline int local_index(const std::vector<int>& remap, int v) {
+  return int(std::find(remap.begin(), remap.end(), v) - remap.begin());
+}
+
+/// The subproblem of a layer over `nodes` fed by node `from` of the layer before it: a copy
+/// of `from` with one zero-cost config per layout class (`reps`), then `nodes`, and p's
+/// edges leaving `from` into `nodes` leaving the copy instead, their rows restricted to the
+/// classes' representatives. `remap` as in `subproblem`.
+inline problem fed_subproblem(const problem& p, const std::vector<int>& nodes, int from, const std::vector<int>& reps,
+                              std::vector<int>& remap) {
+  problem q = subproblem(p, nodes, from, reps, 0, remap);
+  for (auto& e : p.edges) {
+    if (e.from != from) continue;
+    const int w = local_index(remap, e.to);
+    if (w >= int(remap.size()) || remap[std::size_t(w)] < 0) continue;
+    const std::size_t cols = p.nodes[std::size_t(e.to)].configs.size();
+    problem_edge pe{0, w, {}, {}};
+    for (int c : reps)
+      for (std::size_t j = 0; j < cols; ++j) {
+        pe.time.push_back(e.time[std::size_t(c) * cols + j]);
+        pe.memory.push_back(e.memory[std::size_t(c) * cols + j]);
+      }
+    q.edges.push_back(std::move(pe));
   }
   return q;
 }

@@ -29,6 +29,18 @@ struct power_node {
   std::size_t count = 1;       // instances covered
 };
 
+/// The depth of nested sums of binary powering to m copies (squarings and accumulations
+/// on one chain): the number of prunes a point of the power has been through.
+constexpr std::size_t power_depth(std::size_t m) {
+  std::size_t base = 0, acc = 0;
+  bool have = false;
+  for (std::size_t r = m; r; r >>= 1) {
+    if (r & 1) { acc = have ? std::max(acc, base) + 1 : base; have = true; }
+    if (r >> 1) base += 1;
+  }
+  return acc;
+}
+
 /// Points already found (a staircase) that make a partial sum useless: a sum s whose every
 /// completion costs at least s + (off_time, off_memory) is dropped when a point u has
 /// u.memory <= s.memory + off_memory and u.time <= (1 + delta) (s.time + off_time), since u
@@ -62,19 +74,27 @@ inline std::vector<candidate> sum_with_provenance(const std::vector<candidate>& 
   auto later = [](const head& x, const head& y) { return x.memory != y.memory ? x.memory > y.memory : x.time > y.time; };
   // a square (a and b one staircase): a_i + a_j = a_j + a_i, so row i starts at j = i
   const bool square = &a == &b;
-  std::vector<head> heap;
-  heap.reserve(a.size());
-  for (std::size_t i = 0; i < a.size(); ++i) {
+  // Row i's first sum (a_i + b_0, or a_i + a_i) has more memory than row i - 1's (a is a
+  // staircase), so rows enter the merge in order, each when the sweep reaches its first
+  // sum: the heap holds only the rows still competing, and a row whose every sum is covered
+  // on entry never enters it.
+  auto first_of = [&](std::size_t i) {
     const std::size_t j = square ? i : 0;
-    heap.push_back({a[i].memory + b[j].memory, a[i].time + b[j].time, std::int32_t(i), std::int32_t(j)});
-  }
-  std::make_heap(heap.begin(), heap.end(), later);
+    return head{a[i].memory + b[j].memory, a[i].time + b[j].time, std::int32_t(i), std::int32_t(j)};
+  };
+  std::vector<head> heap;
+  std::size_t next_row = 0;
   const double f = 1 + delta;
   auto covered = [&](cost_t t) { return !out.empty() && double(out.back().time) <= f * double(t); };
-  while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), later);
-    head h = heap.back();
-    heap.pop_back();
+  while (next_row < a.size() || !heap.empty()) {
+    head h;
+    if (next_row < a.size() && (heap.empty() || !later(first_of(next_row), heap.front()))) {
+      h = first_of(next_row++);
+    } else {
+      std::pop_heap(heap.begin(), heap.end(), later);
+      h = heap.back();
+      heap.pop_back();
+    }
     if (h.memory > limit) break;
     // the filter's bound at h.memory also bounds the later sums of row i (more memory)
     const cost_t fb = filter.bound(h.memory);
