@@ -8,6 +8,9 @@
 #include <sys/stat.h>
 #include "runtime_models.hpp"
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace checkpoint_format_test_file {
+
 using namespace rt_test;
 
 namespace {
@@ -143,3 +146,4 @@ TEST_CASE("checkpoint files: a FIFO or a folder is refused without reading") {
   CHECK_THROWS_WITH_AS(a.load(temp_path("missing")), doctest::Contains("no such file"), to::format_error);
   std::filesystem::remove(fifo);
 }
+}  // namespace checkpoint_format_test_file

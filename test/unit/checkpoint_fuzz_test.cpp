@@ -12,6 +12,9 @@
 #include "fuzz_mutate.hpp"
 #include "runtime_models.hpp"
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace checkpoint_fuzz_test_file {
+
 using namespace rt_test;
 
 namespace {
@@ -79,3 +82,4 @@ TEST_CASE("fuzz: mutated checkpoints are refused or load exactly what was saved"
   std::filesystem::remove(good);
   std::filesystem::remove(bad);
 }
+}  // namespace checkpoint_fuzz_test_file

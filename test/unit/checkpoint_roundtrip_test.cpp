@@ -5,6 +5,9 @@
 #include <fstream>
 #include "runtime_models.hpp"
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace checkpoint_roundtrip_test_file {
+
 using namespace rt_test;
 
 namespace {
@@ -85,3 +88,4 @@ TEST_CASE("truncated, corrupt and mismatched checkpoints are refused naming the 
   std::filesystem::remove(path);
   std::filesystem::remove(bad);
 }
+}  // namespace checkpoint_roundtrip_test_file

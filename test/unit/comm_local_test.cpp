@@ -5,6 +5,9 @@
 #include <chrono>
 #include <string>
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace comm_local_test_file {
+
 namespace rt = tensoropt::runtime;
 
 TEST_CASE("collectives over the world and over sub-groups") {
@@ -97,3 +100,4 @@ TEST_CASE("bad arguments are refused") {
                   tensoropt::invalid_argument);
   CHECK_THROWS_AS(w.run([](rt::communicator& c) { c.send(5, {}, 0); }), tensoropt::invalid_argument);
 }
+}  // namespace comm_local_test_file

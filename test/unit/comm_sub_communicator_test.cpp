@@ -5,6 +5,9 @@
 #include <chrono>
 #include <string>
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace comm_sub_communicator_test_file {
+
 namespace rt = tensoropt::runtime;
 
 TEST_CASE("two stages of two ranks: collectives stay inside each stage") {
@@ -63,3 +66,4 @@ TEST_CASE("bad groups are refused with the reason") {
                          tensoropt::invalid_argument);
   });
 }
+}  // namespace comm_sub_communicator_test_file

@@ -10,6 +10,9 @@
 #include <unistd.h>
 #include <tensoropt/core/output_file.hpp>
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace core_output_file_test_file {
+
 namespace to = tensoropt;
 namespace fs = std::filesystem;
 
@@ -134,3 +137,4 @@ TEST_CASE("output_file: bad paths are refused up front with the reason") {
                          to::invalid_argument);
   CHECK(!fs::exists("/sys/kernel/tensoropt_test.json"));
 }
+}  // namespace core_output_file_test_file

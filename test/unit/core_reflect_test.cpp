@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
-namespace {
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace core_reflect_test_file {
+
 struct opts {
   long n = 3;
   double p = 0.5;
@@ -18,10 +20,12 @@ struct opts {
   bool verbose = false;
   std::string name;
 };
-}  // namespace
+
+}  // namespace core_reflect_test_file
 
 template <>
-struct tensoropt::reflection<opts> {
+struct tensoropt::reflection<core_reflect_test_file::opts> {
+  using opts = core_reflect_test_file::opts;
   static constexpr auto fields = boost::hana::make_tuple(
       field("n", &opts::n, "a count").range(1, 100).required().meta("N"),
       field("p", &opts::p, "a probability").range_open_hi(0, 1),
@@ -31,6 +35,8 @@ struct tensoropt::reflection<opts> {
       field("verbose", &opts::verbose, "talk"),
       field("name", &opts::name, "a name"));
 };
+
+namespace core_reflect_test_file {
 
 using namespace tensoropt;
 
@@ -182,3 +188,4 @@ TEST_CASE("help lines wrap at 100 columns, indented under the help column") {
   CHECK(w == "aaaa bbbb\n    cccc dddd");
   CHECK(detail::wrap("averyveryverylongword x", 4, 10) == "averyveryverylongword\n    x");
 }
+}  // namespace core_reflect_test_file

@@ -6,6 +6,9 @@
 #include <tensoropt/model/graph.hpp>
 #include <doctest/doctest.h>
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace core_test_file {
+
 using namespace tensoropt;
 
 TEST_CASE("the search's integer costs in and out of typed units") {
@@ -97,3 +100,4 @@ TEST_CASE("with_batch scales batch dims and the tensors that follow them") {
   CHECK(g2.tensors[0].extents[1] == 16);
   CHECK_THROWS_WITH_AS(with_batch(g, 3), doctest::Contains("must divide the global batch"), invalid_argument);
 }
+}  // namespace core_test_file

@@ -4,6 +4,9 @@
 #include <doctest/doctest.h>
 #include "cost_test_graphs.hpp"
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace cost_collective_test_file {
+
 using namespace tensoropt;
 
 TEST_CASE("device presets: lookup by name, list, unknown names") {
@@ -74,3 +77,4 @@ TEST_CASE("collectives over both levels are hierarchical") {
   // hierarchical all-reduce beats a flat ring over the slow link
   CHECK(all_reduce(g, bytes(S), c).value < 2 * 31.0 / 32 * S / B0);
 }
+}  // namespace cost_collective_test_file

@@ -4,6 +4,9 @@
 #include <doctest/doctest.h>
 #include <string>
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace cost_device_spec_test_file {
+
 using namespace tensoropt;
 
 TEST_CASE("every GPU preset round-trips through its spec") {
@@ -43,3 +46,4 @@ TEST_CASE("bad device specs") {
   CHECK_THROWS_WITH_AS(parse_device_spec("gpu:memory-gib=8,tdp=300," + ok),
                        doctest::Contains("gpu: unknown key 'tdp'; valid keys: memory-gib"), invalid_argument);
 }
+}  // namespace cost_device_spec_test_file

@@ -3,6 +3,9 @@
 #include <doctest/doctest.h>
 #include "cost_test_graphs.hpp"
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace cost_enumerate_test_file {
+
 using namespace tensoropt;
 
 namespace {
@@ -146,3 +149,4 @@ TEST_CASE("a node count with an odd factor may replicate by it, so weights can s
   check_all_legal(g12, m);
   check_all_legal(g12, m, every);
 }
+}  // namespace cost_enumerate_test_file

@@ -7,6 +7,9 @@
 #include <cmath>
 #include "cost_test_graphs.hpp"
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace cost_gemm_shape_test_file {
+
 using namespace tensoropt;
 
 TEST_CASE("gemm shape: contraction lengths of forward, data gradient and weight gradient") {
@@ -85,3 +88,4 @@ TEST_CASE("gemm shape: an op's GEMM time divides by the factors") {
   CHECK(shaped > plain);
   CHECK(shaped <= plain / f.backward);
 }
+}  // namespace cost_gemm_shape_test_file

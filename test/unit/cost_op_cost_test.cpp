@@ -7,6 +7,9 @@
 #include <doctest/doctest.h>
 #include "cost_test_graphs.hpp"
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace cost_op_cost_test_file {
+
 using namespace tensoropt;
 
 namespace {
@@ -426,3 +429,4 @@ TEST_CASE("gradient accumulation: k - 1 in-place adds of each owned parameter's 
           doctest::Approx(4 * cost_op(micro, 2, op_config{}, one, {p, 1}).compute.value));
   }
 }
+}  // namespace cost_op_cost_test_file

@@ -18,6 +18,9 @@
 #include <string>
 #include <vector>
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace cost_published_runs_test_file {
+
 using namespace tensoropt;
 
 namespace {
@@ -404,3 +407,4 @@ TEST_CASE("published runs: BERT at sequence 128, what each term of the model add
     CHECK(std::abs(all - meas) < std::abs(neither - meas));
   }
 }
+}  // namespace cost_published_runs_test_file

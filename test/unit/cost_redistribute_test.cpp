@@ -2,6 +2,9 @@
 #include <tensoropt/cost/redistribute.hpp>
 #include <doctest/doctest.h>
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace cost_redistribute_test_file {
+
 using namespace tensoropt;
 
 namespace {
@@ -80,3 +83,4 @@ TEST_CASE("redistribution across nodes is hierarchical") {
   CHECK(cost(full, lay(m, {1, 4}, {1, 8})) == doctest::Approx(all_to_all({{4, 8}}, bytes(t / 32), c).value));
   CHECK(cost(full, full) == 0);
 }
+}  // namespace cost_redistribute_test_file

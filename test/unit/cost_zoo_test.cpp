@@ -6,6 +6,9 @@
 #include <tensoropt/plan/strategy.hpp>
 #include <doctest/doctest.h>
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace cost_zoo_test_file {
+
 using namespace tensoropt;
 
 namespace {
@@ -71,3 +74,4 @@ TEST_CASE("zoo: Megatron baselines cost the same through the problem") {
   CHECK(update > 0);
   CHECK(double(plain.time - sharded.time) == doctest::Approx(0.75 * update * 1e12).epsilon(1e-6));
 }
+}  // namespace cost_zoo_test_file

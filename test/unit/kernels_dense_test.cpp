@@ -3,6 +3,9 @@
 #include <tensoropt/runtime/kernels_dense.hpp>
 #include <cmath>
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace kernels_dense_test_file {
+
 namespace k = tensoropt::runtime::kernels;
 
 TEST_CASE("fast_tanh is within 3e-7 of std::tanh, odd, and saturates") {
@@ -26,3 +29,4 @@ TEST_CASE("gelu_grad is the derivative of gelu") {
     CHECK(double(k::gelu_grad(x)) == doctest::Approx(fd).epsilon(2e-3));
   }
 }
+}  // namespace kernels_dense_test_file

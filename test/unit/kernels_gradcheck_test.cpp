@@ -3,6 +3,9 @@
 #include <doctest/doctest.h>
 #include "runtime_models.hpp"
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace kernels_gradcheck_test_file {
+
 using namespace rt_test;
 
 namespace {
@@ -72,3 +75,4 @@ TEST_CASE("gradients: MLP (linear, relu, gelu, dropout, softmax cross-entropy)")
 TEST_CASE("gradients: GPT (embedding + positions, layer norm, attention, tied head)") { gradcheck<gpt>(); }
 TEST_CASE("gradients: CNN (conv2d, batch norm, pools, concat, global pool)") { gradcheck<cnn>(); }
 TEST_CASE("gradients: MoE (gate, dispatch, experts, combine)") { gradcheck<moe>(); }
+}  // namespace kernels_gradcheck_test_file

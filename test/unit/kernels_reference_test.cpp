@@ -8,6 +8,9 @@
 #include "../cuda/reference.hpp"
 #include "runtime_models.hpp"
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace kernels_reference_test_file {
+
 using namespace rt_test;
 namespace k = tensoropt::runtime::kernels;
 
@@ -315,3 +318,4 @@ TEST_CASE("reference MoE gate, experts, routing, dispatch and combine equal the 
     }
   }
 }
+}  // namespace kernels_reference_test_file

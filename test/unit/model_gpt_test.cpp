@@ -10,6 +10,9 @@
 #include <tuple>
 #include <vector>
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace model_gpt_test_file {
+
 namespace to = tensoropt;
 using to::index_t;
 using to::op_graph;
@@ -185,3 +188,4 @@ TEST_CASE("lowering megatron-1t takes well under a second") {
   CHECK(g.ops.size() == 2 + 128 * 12 + 4);
   CHECK(s < 0.5);
 }
+}  // namespace model_gpt_test_file

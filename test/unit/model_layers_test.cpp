@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace model_layers_test_file {
+
 namespace to = tensoropt;
 using to::axis;
 using to::ids;
@@ -270,3 +273,4 @@ TEST_CASE("repeat marks copies, unique names, and with_batch scales batch dims")
   CHECK(half.parameter_count() == g.parameter_count());
   CHECK_THROWS_AS(to::with_batch(g, 3), to::invalid_argument);
 }
+}  // namespace model_layers_test_file

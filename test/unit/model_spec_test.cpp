@@ -6,6 +6,9 @@
 #include <doctest/doctest.h>
 #include <string>
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace model_spec_test_file {
+
 namespace to = tensoropt;
 using namespace tensoropt;
 using models::gpt_config;
@@ -195,3 +198,4 @@ TEST_CASE("the JSON form of a spec round-trips and refuses what the spec refuses
       doctest::Contains("plan.model.config.layers: expected an integer in [1, 4096], got '0'"), format_error);
   CHECK_THROWS_WITH_AS(refused(R"({"kind": "gpt"})"), doctest::Contains("plan.model: expected {"), format_error);
 }
+}  // namespace model_spec_test_file

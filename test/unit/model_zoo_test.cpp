@@ -6,6 +6,9 @@
 #include <set>
 #include <string>
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace model_zoo_test_file {
+
 namespace to = tensoropt;
 namespace models = tensoropt::models;
 using to::op_graph;
@@ -124,3 +127,4 @@ TEST_CASE("small test models are easy to declare") {
   CHECK(concats == 1);
   CHECK(c.batch == 4);
 }
+}  // namespace model_zoo_test_file

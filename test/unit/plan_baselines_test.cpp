@@ -6,6 +6,9 @@
 #include <doctest/doctest.h>
 #include <algorithm>
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace plan_baselines_test_file {
+
 using namespace tensoropt;
 
 namespace {
@@ -61,3 +64,4 @@ TEST_CASE("folding time and memory into one objective orders by time, then memor
   CHECK(r.points.front().choice == std::vector<int>{2, 0});
   CHECK(cost_of(p, r.points.front().choice) == strategy_cost{95, 17});
 }
+}  // namespace plan_baselines_test_file

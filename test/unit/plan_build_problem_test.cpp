@@ -9,6 +9,9 @@
 #include <doctest/doctest.h>
 #include "cost_test_graphs.hpp"
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace plan_build_problem_test_file {
+
 using namespace tensoropt;
 
 namespace {
@@ -251,3 +254,4 @@ TEST_CASE("megatron-1t on 384 x 8 A100-80GB has a plan within 80 GiB below the t
   CHECK(double(c.memory) <= cl.gpu_spec.capacity.value);
   CHECK(c.time < b.time_cap);
 }
+}  // namespace plan_build_problem_test_file

@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace plan_cli_test_file {
+
 using namespace tensoropt;
 
 namespace {
@@ -178,3 +181,4 @@ TEST_CASE("software-stack switches: listed with defaults, applied to the cost mo
   apply_stack(parse({"--linear-bias-pass"}), bias);
   CHECK(evaluate_spec(s, g, cl, bias).time > a.time);
 }
+}  // namespace plan_cli_test_file

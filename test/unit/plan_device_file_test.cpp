@@ -15,6 +15,9 @@
 #include <string>
 #include "cost_test_graphs.hpp"
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace plan_device_file_test_file {
+
 using namespace tensoropt;
 
 namespace {
@@ -323,3 +326,4 @@ TEST_CASE("device file of a GPU calibration with a GEMM table") {
   c.shape_table.push_back({"fp16", 8192, 8192, 512, 1e12});
   CHECK_THROWS_WITH_AS(to_device_file(c), doctest::Contains("dtype 'fp16'"), invalid_argument);
 }
+}  // namespace plan_device_file_test_file

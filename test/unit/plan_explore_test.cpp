@@ -3,6 +3,9 @@
 #include <tensoropt/plan/explore.hpp>
 #include <doctest/doctest.h>
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace plan_explore_test_file {
+
 using namespace tensoropt;
 
 namespace {
@@ -42,3 +45,4 @@ TEST_CASE("the fewest devices that fit a budget, and the table behind it") {
   CHECK(explore_device_counts(g, counts, on, budget, from_picoseconds(1), small()).fewest == 0);
   CHECK_THROWS_AS(explore_device_counts(g, {}, on, std::nullopt, std::nullopt, small()), invalid_argument);
 }
+}  // namespace plan_explore_test_file

@@ -9,6 +9,9 @@
 #include <random>
 #include "runtime_model_types.hpp"
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace plan_peak_bound_test_file {
+
 namespace to = tensoropt;
 
 namespace {
@@ -70,3 +73,4 @@ TEST_CASE("the bound is never below the replayed peak on random plans") {
     CHECK(check_random_plans<rt_test::moe_of<16>>("moe", nodes, per, 60) <= 2.2);
   }
 }
+}  // namespace plan_peak_bound_test_file

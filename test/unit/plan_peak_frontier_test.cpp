@@ -11,6 +11,9 @@
 #include <cmath>
 #include "runtime_model_types.hpp"
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace plan_peak_frontier_test_file {
+
 namespace to = tensoropt;
 
 namespace {
@@ -287,3 +290,4 @@ TEST_CASE("the planner's replayer gives the plain replay's peak, field by field"
   check_replayer<rt_test::moe_of<16>>("moe", 2);
   check_replayer<rt_test::cnn_of<16>>("cnn", 3);
 }
+}  // namespace plan_peak_frontier_test_file

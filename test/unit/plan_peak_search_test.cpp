@@ -10,6 +10,9 @@
 #include "random_problem.hpp"
 #include "runtime_model_types.hpp"
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace plan_peak_search_test_file {
+
 namespace to = tensoropt;
 
 namespace {
@@ -143,3 +146,4 @@ TEST_CASE("cap enumeration equals brute force on the runtime tests' models") {
   }
   CHECK(checked >= 3);
 }
+}  // namespace plan_peak_search_test_file

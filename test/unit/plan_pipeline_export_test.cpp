@@ -12,6 +12,9 @@
 #include "cost_test_graphs.hpp"
 #include "plan_pipeline_fixture.hpp"
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace plan_pipeline_export_test_file {
+
 namespace to = tensoropt;
 
 namespace {
@@ -158,3 +161,4 @@ TEST_CASE("solving the exported pipeline problem gives the planner's frontier ba
     CHECK_NOTHROW(to::check_frontier(ex.problem, re));
   }
 }
+}  // namespace plan_pipeline_export_test_file

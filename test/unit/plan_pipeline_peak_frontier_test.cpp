@@ -15,6 +15,9 @@
 #include <cmath>
 #include <string>
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace plan_pipeline_peak_frontier_test_file {
+
 namespace to = tensoropt;
 
 namespace {
@@ -166,3 +169,4 @@ TEST_CASE("pipeline peaks: replaying min(k, p - s) micro-batches gives the repla
   CHECK(recomputed > 0);   // and some plans recompute
   CHECK(compared > 0);
 }
+}  // namespace plan_pipeline_peak_frontier_test_file

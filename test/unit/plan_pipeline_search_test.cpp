@@ -8,6 +8,9 @@
 
 #include "plan_pipeline_fixture.hpp"
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace plan_pipeline_search_test_file {
+
 namespace to = tensoropt;
 
 namespace {
@@ -213,3 +216,4 @@ TEST_CASE("pipeline search over every partition equals brute force on random MLP
     CHECK(deeper);
   }
 }
+}  // namespace plan_pipeline_search_test_file

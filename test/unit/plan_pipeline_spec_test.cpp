@@ -8,6 +8,9 @@
 
 #include "plan_pipeline_fixture.hpp"
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace plan_pipeline_spec_test_file {
+
 namespace to = tensoropt;
 
 namespace {
@@ -345,3 +348,4 @@ TEST_CASE("job regions: a region is skipped only when every point of it is domin
   sent.lines.push_back({1.0, 120});
   CHECK(sent.least_time_at(15) == 114);
 }
+}  // namespace plan_pipeline_spec_test_file

@@ -6,6 +6,9 @@
 #include <tensoropt/plan/planner.hpp>
 #include <nlohmann/json.hpp>
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace plan_plan_file_test_file {
+
 using namespace tensoropt;
 
 namespace {
@@ -142,3 +145,4 @@ TEST_CASE("the plan file records the software stack; a file without it reads as 
   CHECK_THROWS_WITH_AS((void)read_plan_json(with(text, "\"fused_bn_relu\":false", "\"fused_bn_relu\":0")),
                        doctest::Contains("stack.fused_bn_relu"), format_error);
 }
+}  // namespace plan_plan_file_test_file

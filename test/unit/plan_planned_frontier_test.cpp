@@ -4,6 +4,9 @@
 #include <tensoropt/models/cnn.hpp>
 #include <tensoropt/plan/planner.hpp>
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace plan_planned_frontier_test_file {
+
 using namespace tensoropt;
 
 namespace {
@@ -90,3 +93,4 @@ TEST_CASE("a training plan comes straight from the chosen point") {
   const auto other = small_frontier();
   CHECK_THROWS_AS((void)make_report(other, "q", p), invalid_argument);
 }
+}  // namespace plan_planned_frontier_test_file

@@ -7,6 +7,9 @@
 #include <cctype>
 #include <sstream>
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace plan_report_test_file {
+
 using namespace tensoropt;
 
 namespace {
@@ -247,3 +250,4 @@ TEST_CASE("past eight baselines the plot draws the fastest that fit and counts t
   CHECK(svg.find(">pp 1 x tp 1<") == std::string::npos);   // 90 GiB does not fit 80
   CHECK(to_html(r).find(">pp 1 x tp 1<") != std::string::npos);  // the HTML lists every one
 }
+}  // namespace plan_report_test_file

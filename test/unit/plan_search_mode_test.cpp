@@ -6,6 +6,9 @@
 #include <limits>
 #include <random>
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace plan_search_mode_test_file {
+
 namespace to = tensoropt;
 
 namespace {
@@ -320,3 +323,4 @@ TEST_CASE("auto mode: exact where the chain fold is prompt, by the stated rule")
   CHECK(to::choose_mode(bb.prob, bb.graph, to::search_mode::automatic, to::exact_engine::chain_fold).mode ==
         to::search_mode::fast);
 }
+}  // namespace plan_search_mode_test_file

@@ -5,6 +5,9 @@
 #include <doctest/doctest.h>
 #include <string>
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace plan_strategy_spec_test_file {
+
 using namespace tensoropt;
 
 namespace {
@@ -83,3 +86,4 @@ TEST_CASE("strategy spec: configs, and the evaluation equals the built problem's
     if (s.recompute == strategy_spec::recompute_kind::none) CHECK(rc == 0);
   }
 }
+}  // namespace plan_strategy_spec_test_file

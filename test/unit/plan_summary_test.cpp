@@ -5,6 +5,9 @@
 #include <tensoropt/plan/summary.hpp>
 #include <doctest/doctest.h>
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace plan_summary_test_file {
+
 using namespace tensoropt;
 
 namespace {
@@ -71,3 +74,4 @@ TEST_CASE("split_name writes the split dims as config labels do") {
     break;
   }
 }
+}  // namespace plan_summary_test_file

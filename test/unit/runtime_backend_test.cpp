@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace runtime_backend_test_file {
+
 namespace to = tensoropt;
 namespace rt = tensoropt::runtime;
 
@@ -94,3 +97,4 @@ TEST_CASE("a rank that skips an exchange makes its peer time out naming the oper
   }
   CHECK(what.find("all_reduce on rank 0: timed out") != std::string::npos);
 }
+}  // namespace runtime_backend_test_file

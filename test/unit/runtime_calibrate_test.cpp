@@ -8,6 +8,9 @@
 #include <sstream>
 #include <string>
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace runtime_calibrate_test_file {
+
 namespace rt = tensoropt::runtime;
 namespace fs = std::filesystem;
 
@@ -86,3 +89,4 @@ TEST_CASE("calibration: a corrupt, non-positive or foreign cache is re-measured 
   }
   fs::remove_all(fs::path(path).parent_path());
 }
+}  // namespace runtime_calibrate_test_file

@@ -8,6 +8,9 @@
 #include <atomic>
 #include <random>
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace runtime_collective_match_test_file {
+
 namespace to = tensoropt;
 namespace rt = tensoropt::runtime;
 
@@ -162,3 +165,4 @@ TEST_CASE("redistribute through native collectives equals the generic exchange o
   CHECK(used > 0);       // some random layout changes were collectives
   CHECK(two_steps > 0);  // and some were all-reduce then all-gather
 }
+}  // namespace runtime_collective_match_test_file

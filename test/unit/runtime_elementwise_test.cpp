@@ -6,6 +6,9 @@
 #include <cstdint>
 #include <limits>
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace runtime_elementwise_test_file {
+
 namespace rt = tensoropt::runtime;
 namespace k = tensoropt::runtime::kernels;
 
@@ -91,3 +94,4 @@ TEST_CASE("sgd_element and adam_element follow their formulas") {
 TEST_CASE("norm_affine") {
   CHECK_EQ(k::norm_affine(3.f, 1.f, 0.5f, 2.f, 0.25f), (3.f - 1.f) * 0.5f * 2.f + 0.25f);
 }
+}  // namespace runtime_elementwise_test_file

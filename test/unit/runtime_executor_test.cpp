@@ -2,6 +2,9 @@
 #include <doctest/doctest.h>
 #include "runtime_models.hpp"
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace runtime_executor_test_file {
+
 using namespace rt_test;
 
 TEST_CASE("a plan for another graph, a device count mismatch and a bad batch are refused") {
@@ -65,3 +68,4 @@ TEST_CASE("recomputation keeps losses and weights bit for bit") {
   CHECK(rc.losses == ref.losses);
   CHECK(rc.params == ref.params);
 }
+}  // namespace runtime_executor_test_file

@@ -4,6 +4,9 @@
 #include <tensoropt/runtime/sharding.hpp>
 #include <random>
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace runtime_sharding_test_file {
+
 namespace to = tensoropt;
 namespace rt = tensoropt::runtime;
 
@@ -134,3 +137,4 @@ TEST_CASE("validate refuses configs that do not fit the op or the mesh") {
   CHECK_THROWS_WITH_AS(rt::validate(f.g.ops[0], e, mesh), doctest::Contains("does not divide"),
                        tensoropt::invalid_argument);
 }
+}  // namespace runtime_sharding_test_file

@@ -7,6 +7,9 @@
 #include <cstdio>
 #include <filesystem>
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace runtime_training_run_test_file {
+
 using namespace rt_test;
 
 namespace {
@@ -168,3 +171,4 @@ TEST_CASE("plan files with pipeline stages: loaded as pipeline plans, refused as
                        to::invalid_argument);
   std::remove(path.c_str());
 }
+}  // namespace runtime_training_run_test_file

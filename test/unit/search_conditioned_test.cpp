@@ -6,6 +6,9 @@
 #include <tensoropt/search/solve.hpp>
 #include "random_problem.hpp"
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace search_conditioned_test_file {
+
 namespace to = tensoropt;
 
 namespace {
@@ -115,3 +118,4 @@ TEST_CASE("classes that do not match the kept nodes are refused in words") {
   CHECK_THROWS_WITH_AS(to::solve_conditioned(p, {0, 1}, {}, {std::vector<int>(9, 0), {}}),
                        doctest::Contains("one class per config"), to::invalid_argument);
 }
+}  // namespace search_conditioned_test_file

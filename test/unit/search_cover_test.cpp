@@ -8,6 +8,9 @@
 #include <random>
 #include <vector>
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace search_cover_test_file {
+
 using namespace tensoropt;
 
 namespace {
@@ -114,3 +117,4 @@ static_assert([] {
   const std::vector<pt> pts = {{100, 1}, {99, 2}, {90, 3}, {10, 4}};
   return cover_indices(pts, 0.02).size() == 3;
 }());
+}  // namespace search_cover_test_file

@@ -12,6 +12,9 @@
 #include "fuzz_mutate.hpp"
 #include "random_problem.hpp"
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace search_fuzz_test_file {
+
 namespace to = tensoropt;
 
 namespace {
@@ -106,3 +109,4 @@ TEST_CASE("fuzz: mutated frontier files are refused clearly or accepted consiste
   MESSAGE("frontier files: " << o.accepted << " mutations accepted, " << o.refused << " refused");
   CHECK(o.refused > rounds / 4);
 }
+}  // namespace search_fuzz_test_file

@@ -7,6 +7,9 @@
 #include <tensoropt/search/problem_json.hpp>
 #include <tensoropt/search/solve.hpp>
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace search_huge_test_file {
+
 namespace to = tensoropt;
 
 namespace {
@@ -84,3 +87,4 @@ TEST_CASE("chains and wide fans of two-config nodes") {
   CHECK(fan.points[1].choice == std::vector<int>(std::size_t(leaves + 1), 0));
   CHECK(fan.max_width <= 2);
 }
+}  // namespace search_huge_test_file

@@ -7,6 +7,9 @@
 #include <tensoropt/search/problem_json.hpp>
 #include <tensoropt/search/solve.hpp>
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace search_json_limits_test_file {
+
 namespace to = tensoropt;
 
 namespace {
@@ -129,3 +132,4 @@ TEST_CASE("checked_cost: float-to-integer conversions are range-checked") {
   CHECK_THROWS_AS(to::detail::checked_cost(std::nan(""), "x"), to::invalid_argument);
   CHECK_THROWS_AS(to::detail::checked_cost(1e300, "x"), to::invalid_argument);
 }
+}  // namespace search_json_limits_test_file

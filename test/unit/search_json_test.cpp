@@ -5,6 +5,9 @@
 #include <tensoropt/search/problem_json.hpp>
 #include "random_problem.hpp"
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace search_json_test_file {
+
 namespace to = tensoropt;
 using nlohmann::json;
 
@@ -258,3 +261,4 @@ TEST_CASE("frontier JSON /2: pipeline points round-trip; the one-problem reader 
   expect([](json& j) { j["points"][1]["pipeline"].erase("partition"); }, "points[1].pipeline.partition: missing field");
   expect([](json& j) { j["points"][0].erase("choice"); }, "points[0].choice: missing field");
 }
+}  // namespace search_json_test_file

@@ -5,6 +5,9 @@
 #include <tensoropt/search/solve.hpp>
 #include "random_problem.hpp"
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace search_known_test_file {
+
 namespace to = tensoropt;
 
 namespace {
@@ -69,3 +72,4 @@ TEST_CASE("known strategies prune the search without changing the frontier") {
   }
   CHECK(smaller > 30);  // the known strategies do prune partial ones
 }
+}  // namespace search_known_test_file

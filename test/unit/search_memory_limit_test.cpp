@@ -3,6 +3,9 @@
 #include <doctest/doctest.h>
 #include <random>
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace search_memory_limit_test_file {
+
 using namespace tensoropt;
 
 namespace {
@@ -64,3 +67,4 @@ TEST_CASE("solve with a memory limit returns exactly the exact frontier's points
   CHECK(nonempty > 300);  // the checks above were not vacuous
   CHECK(cut > 200);
 }
+}  // namespace search_memory_limit_test_file

@@ -9,6 +9,9 @@
 #include "fuzz_mutate.hpp"
 #include "random_problem.hpp"
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace search_pipeline_problem_test_file {
+
 namespace to = tensoropt;
 using nlohmann::json;
 
@@ -229,3 +232,4 @@ TEST_CASE("fuzz: mutated pipeline problem and frontier files are refused clearly
   }
   CHECK(refused > 100);  // the mutations reach the checks
 }
+}  // namespace search_pipeline_problem_test_file

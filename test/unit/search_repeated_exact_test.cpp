@@ -11,6 +11,9 @@
 #include <tensoropt/search/repeated_exact.hpp>
 #include "random_problem.hpp"
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace search_repeated_exact_test_file {
+
 namespace to = tensoropt;
 using rand_problem::cost_pair;
 
@@ -193,3 +196,4 @@ TEST_CASE("exact mode on zoo models: on bert-large the fold beats fast mode wher
   }
   CHECK(behind > 0);
 }
+}  // namespace search_repeated_exact_test_file

@@ -6,6 +6,9 @@
 #include <tensoropt/search/repeated.hpp>
 #include "random_problem.hpp"
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace search_repeated_test_file {
+
 namespace to = tensoropt;
 using rand_problem::cost_pair;
 using rand_problem::generated;
@@ -361,3 +364,4 @@ TEST_CASE("the convex lower bound of a powered sum: below every sum, and its cov
   CHECK(not_covered > 20);
   CHECK(slack_more > 0);
 }
+}  // namespace search_repeated_test_file

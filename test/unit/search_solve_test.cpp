@@ -6,6 +6,9 @@
 #include <tensoropt/search/solve.hpp>
 #include "random_problem.hpp"
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace search_solve_test_file {
+
 namespace to = tensoropt;
 using namespace rand_problem;
 
@@ -319,3 +322,4 @@ TEST_CASE("a search past its memory limit stops with the sizes it reached, not b
   // the default limit (three quarters of the machine) does not get in the way
   CHECK(!to::solve(p).points.empty());
 }
+}  // namespace search_solve_test_file

@@ -3,6 +3,9 @@
 #include <tensoropt/plan/planner.hpp>
 #include "runtime_models.hpp"
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace trainer_frontier_test_file {
+
 using namespace rt_test;
 
 namespace {
@@ -34,3 +37,4 @@ TEST_CASE("gpt: frontier points") { check_frontier<gpt>({2, 4, 8}); }
 TEST_CASE("cnn: frontier points") { check_frontier<cnn>({2, 4, 8}); }
 // Planning the MoE on 8 devices takes ~3 s: 2 and 4 only.
 TEST_CASE("moe: frontier points") { check_frontier<moe>({2, 4}); }
+}  // namespace trainer_frontier_test_file

@@ -2,8 +2,12 @@
 #include <doctest/doctest.h>
 #include "runtime_models.hpp"
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace trainer_gpt_test_file {
+
 using namespace rt_test;
 
 TEST_CASE("gpt: every plan on 1, 2, 4, 8 devices trains like one device") { check_every_plan(to::lower<gpt>()); }
 
 TEST_CASE("gpt: Adam on a random plan matches one device") { check_adam(to::lower<gpt>()); }
+}  // namespace trainer_gpt_test_file

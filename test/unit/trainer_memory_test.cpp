@@ -17,6 +17,9 @@
 #include <string>
 #include "runtime_models.hpp"
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace trainer_memory_test_file {
+
 using namespace rt_test;
 
 namespace {
@@ -100,3 +103,4 @@ TEST_CASE("peak memory, predicted vs measured: mlp") { check_model<mlp>("mlp", {
 TEST_CASE("peak memory, predicted vs measured: cnn") { check_model<cnn>("cnn", {}); }
 TEST_CASE("peak memory, predicted vs measured: moe") { check_model<moe>("moe", {}); }
 TEST_CASE("peak memory, predicted vs measured: gpt") { check_model<gpt>("gpt", {}); }
+}  // namespace trainer_memory_test_file

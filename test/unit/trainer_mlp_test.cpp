@@ -2,6 +2,9 @@
 #include <doctest/doctest.h>
 #include "runtime_models.hpp"
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace trainer_mlp_test_file {
+
 using namespace rt_test;
 
 TEST_CASE("mlp: every plan on 1, 2, 4, 8 devices trains like one device") {
@@ -35,3 +38,4 @@ TEST_CASE("mlp: training on 4 devices lowers the loss") {
   for (int s = 0; s < 30; ++s) last = tr.step(b);
   CHECK(last < 0.5f * first);
 }
+}  // namespace trainer_mlp_test_file

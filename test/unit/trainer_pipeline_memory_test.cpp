@@ -22,6 +22,9 @@
 #include <string>
 #include "runtime_models.hpp"
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace trainer_pipeline_memory_test_file {
+
 using namespace rt_test;
 
 namespace {
@@ -216,3 +219,4 @@ TEST_CASE("pipeline memory: the plans the planner picks, against what it reporte
     check_planned<gpt>(d);
   }
 }
+}  // namespace trainer_pipeline_memory_test_file

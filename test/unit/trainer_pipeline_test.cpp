@@ -5,6 +5,9 @@
 #include "runtime_models.hpp"
 #include <cstdio>
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace trainer_pipeline_test_file {
+
 using namespace rt_test;
 
 namespace {
@@ -245,3 +248,4 @@ TEST_CASE("pipeline: stage edges send each device's share, in the plan's receive
                        doctest::Contains("the receive config of pipeline stage 1 does not fit its input"),
                        to::invalid_argument);
 }
+}  // namespace trainer_pipeline_test_file

@@ -2,6 +2,9 @@
 #include <doctest/doctest.h>
 #include "runtime_two_level.hpp"
 
+// File-local: the unit tests of an area are built as one unity translation unit.
+namespace trainer_two_level_cnn_test_file {
+
 using namespace rt_test;
 
 TEST_CASE("cnn: two-level plans on 2 x 2, 2 x 4 and 4 x 2 devices train like one device") {
@@ -13,3 +16,4 @@ TEST_CASE("cnn: with a batch of 16, data parallelism on 8 devices of one node sp
   check_against(g, run(g, data_parallel(g, 1), 3), data_parallel_2l(g, 1, 8), "data parallel, 2 samples per device");
   check_every_plan(g);
 }
+}  // namespace trainer_two_level_cnn_test_file
