@@ -15,7 +15,7 @@ if(TARGET tensoropt::runtime)
     endif()
     tensoropt_dev_flags(${ex})
     if(ex STREQUAL "train_gpt" AND TENSOROPT_CUDA_BACKEND)  # --backend cuda
-      target_link_libraries(${ex} PRIVATE tensoropt::cuda)
+      target_link_libraries(${ex} PRIVATE tensoropt_cuda_local)
       tensoropt_cuda_flags(${ex})
     endif()
     if(TENSOROPT_BUILD_TESTS)

@@ -45,7 +45,7 @@ echo "== Release tests"
 run_ctest build
 
 echo "== ASan + UBSan build of the unit tests"
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTENSOROPT_SANITIZE=ON -DTENSOROPT_BUILD_TESTS=ON \
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DTENSOROPT_SANITIZE=ON -DTENSOROPT_BUILD_TESTS=ON \
       -DTENSOROPT_BUILD_EXAMPLES=OFF -DTENSOROPT_BUILD_BENCH=OFF -DTENSOROPT_ENABLE_CUDA=OFF \
       -DTENSOROPT_REQUIRE_ALL=OFF >/dev/null
 targets=$(ninja -C build-asan -t targets all | sed -n 's/^\(unit_[A-Za-z0-9_]*\): .*/\1/p' | sort -u)
