@@ -152,7 +152,8 @@ TEST_CASE("device file: --gpu-file on the command line") {
   CHECK(parse_plan_cli(3, ok).gpu_file == "x.json");
 }
 
-TEST_CASE("device file of a GPU calibration") {
+// A one-GPU calibration as the GPU tools measure it (no GEMM table).
+runtime::gpu_calibration test_calibration() {
   runtime::gpu_calibration c;
   c.name = "NVIDIA Test";
   c.gpus = 1;
@@ -161,6 +162,11 @@ TEST_CASE("device file of a GPU calibration") {
   c.fp32_flops = 45e12;
   c.copy_bandwidth = 3.2e12;
   c.launch_seconds = 3e-6;
+  return c;
+}
+
+TEST_CASE("device file of a GPU calibration") {
+  auto c = test_calibration();
   auto f = to_device_file(c, "a100-80gb");
   CHECK(f.name == "NVIDIA Test");
   CHECK(f.spec.memory_gib == doctest::Approx(96));
@@ -305,14 +311,7 @@ TEST_CASE("device file: bad GEMM tables are one line naming the row") {
 }
 
 TEST_CASE("device file of a GPU calibration with a GEMM table") {
-  runtime::gpu_calibration c;
-  c.name = "NVIDIA Test";
-  c.gpus = 1;
-  c.capacity_bytes = 96.0 * gib;
-  c.bf16_flops = 600e12;
-  c.fp32_flops = 45e12;
-  c.copy_bandwidth = 3.2e12;
-  c.launch_seconds = 3e-6;
+  auto c = test_calibration();
   c.shape_table = {{"bf16", 8192, 8192, 256, 420e12}, {"bf16", 8192, 8192, 4096, 650e12},
                    {"fp32", 8192, 8192, 4096, 44e12}};
   const auto f = to_device_file(c, "a100-80gb");
