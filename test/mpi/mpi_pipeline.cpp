@@ -1,7 +1,7 @@
 // Pipeline plans of the small GPT on 4 MPI processes (p = 4, and p = 2 x dp 2): the
 // losses and weights after 3 steps equal a 1-device run (within 1e-5) and a 4-thread
 // local run of the same plan (bit for bit); a checkpoint saved under p = 4 loads into
-// a local p = 2 run; a stage that throws stops the other processes at once, each with
+// a local p = 2 run; a stage that throws stops the other processes within about a second, each with
 // an error naming that stage. Exit 0 = pass.
 #include "mpi_test.hpp"
 
@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
                   double(losses[1]), double(losses[2]));
       comm.barrier();
     }
-    // A stage that throws (stage 2's batch is short) stops the others at once, each
+    // A stage that throws (stage 2's batch is short) stops the others within about a second, each
     // with an error naming it. Last: after an abort the run is over.
     {
       const auto pp = even_pipeline(g, 4, 4, data_parallel(g, 1, 4));

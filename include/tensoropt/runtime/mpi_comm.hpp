@@ -8,8 +8,12 @@
 // instead of hanging. The collectives are the communicator base's, so MPI and local runs give
 // the same bits. A rank that fails calls abort_others: a message on a tag of its own
 // (32767; ordinary tags use 0 .. 32766) to every other rank, carrying its error, which
-// their receives check for while they poll and rethrow, naming that rank. After an
-// abort the ranks are out of step: the run is over.
+// their receives check for while they poll and rethrow, naming that rank. An abort
+// can overtake ordinary messages sent before it (MPI orders messages per pair of ranks
+// only): a rank that fails right after a barrier may have its abort arrive before
+// another rank has received every barrier message. So a receive that sees an abort
+// still waits up to abort_grace (1 s) for the message it wants before it throws;
+// later receives throw at once. After an abort the ranks are out of step: the run is over.
 #pragma once
 #ifndef OMPI_SKIP_MPICXX
 #define OMPI_SKIP_MPICXX 1  // the C API only: the deprecated C++ bindings warn
@@ -135,20 +139,28 @@ class mpi_comm final : public communicator {
     MPI_Request req;
   };
   static constexpr int abort_tag = 32767;                // MPI guarantees tags up to 32767
+  static constexpr std::chrono::milliseconds abort_grace{1000};
   static int mpi_tag(int tag) { return tag % abort_tag; }
-  /// Throws when another rank's abort_others message has arrived (see the file comment).
+  /// Throws when another rank's abort_others message has arrived and abort_grace has
+  /// passed since this rank first saw it (see the file comment).
   void check_abort(const std::string& what) {
-    int flag = 0;
-    MPI_Status st;
-    MPI_Iprobe(MPI_ANY_SOURCE, abort_tag, MPI_COMM_WORLD, &flag, &st);
-    if (!flag) return;
-    int count = 0;
-    MPI_Get_count(&st, MPI_FLOAT, &count);
-    std::vector<float> text(std::size_t(count > 0 ? count : 0));
-    MPI_Recv(text.data(), count, MPI_FLOAT, st.MPI_SOURCE, abort_tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (abort_from_ < 0) {
+      int flag = 0;
+      MPI_Status st;
+      MPI_Iprobe(MPI_ANY_SOURCE, abort_tag, MPI_COMM_WORLD, &flag, &st);
+      if (!flag) return;
+      int count = 0;
+      MPI_Get_count(&st, MPI_FLOAT, &count);
+      std::vector<float> text(std::size_t(count > 0 ? count : 0));
+      MPI_Recv(text.data(), count, MPI_FLOAT, st.MPI_SOURCE, abort_tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      abort_from_ = st.MPI_SOURCE;
+      abort_why_.assign(text.begin(), text.end());
+      abort_seen_ = std::chrono::steady_clock::now();
+    }
+    if (std::chrono::steady_clock::now() - abort_seen_ < abort_grace) return;
     aborted_ = true;
     throw runtime_error(what + " on rank " + std::to_string(rank_) + ": aborted because rank " +
-                        std::to_string(st.MPI_SOURCE) + " failed: " + std::string(text.begin(), text.end()));
+                        std::to_string(abort_from_) + " failed: " + abort_why_);
   }
   void check_peer(int peer, const char* op) const {
     if (peer < 0 || peer >= size_)
@@ -174,6 +186,9 @@ class mpi_comm final : public communicator {
   }
   int rank_ = 0, size_ = 1, local_rank_ = 0;
   bool aborted_ = false;
+  int abort_from_ = -1;  // the rank whose abort arrived (-1: none yet), its error, when it arrived
+  std::string abort_why_;
+  std::chrono::steady_clock::time_point abort_seen_;
   std::chrono::milliseconds timeout_;
   std::list<outgoing> pending_;
 };

@@ -29,11 +29,12 @@
 // The loss is the last stage's (mean over micro-batches); it is sent to every rank.
 //
 // Failures: any error inside a stage is rethrown as "pipeline stage s (ranks a-b):
-// ...". The first failure aborts the other devices' receives at once: on a
+// ...". The first failure aborts the other devices' receives: on a
 // local_world the world rethrows the failing stage's error; under MPI the failing
 // rank sends its error to every other rank (communicator::abort_others), whose
-// pending or next receive throws "... aborted because rank r failed: pipeline stage
-// s (ranks a-b): ...", so every process names the stage that failed.
+// pending or next receive throws (within a second: mpi_comm.hpp) "... aborted
+// because rank r failed: pipeline stage s (ranks a-b): ...", so every process
+// names the stage that failed.
 #pragma once
 #include <algorithm>
 #include <map>
