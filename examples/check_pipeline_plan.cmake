@@ -5,6 +5,7 @@
 # A one-problem frontier passes against its tensoropt-problem/1 file, also as "/1";
 # an unknown version is refused. With Python, examples/check_frontier.py (an outside tool
 # reading nothing but the JSON) passes and fails the same files.
+include(${CMAKE_CURRENT_LIST_DIR}/check_common.cmake)
 file(REMOVE_RECURSE ${OUT})
 file(MAKE_DIRECTORY ${OUT})
 set(model gpt:layers=4,hidden=64,heads=4,seq=16,vocab=64,batch=8)
@@ -111,19 +112,7 @@ endif()
 run_plan(--solve ${OUT}/p.json --frontier-json ${OUT}/re.json)
 expect_ok("--solve of a pipeline problem")
 file(READ ${OUT}/re.json rj)
-string(JSON rn LENGTH "${rj}" points)
-if(NOT rn EQUAL n)
-  message(FATAL_ERROR "--solve of the pipeline problem gave ${rn} points, the planner ${n}")
-endif()
-foreach(i 0 ${li})
-  foreach(key time memory)
-    string(JSON a GET "${fj}" points ${i} ${key})
-    string(JSON b GET "${rj}" points ${i} ${key})
-    if(NOT a STREQUAL b)
-      message(FATAL_ERROR "point ${i}: ${key} ${b} re-solved, ${a} planned")
-    endif()
-  endforeach()
-endforeach()
+expect_equal_costs("${fj}" "planned" "${rj}" "--solve of the pipeline problem")
 run_plan(--check-frontier ${OUT}/re.json --problem-json ${OUT}/p.json)
 expect_ok("--check-frontier of the re-solved frontier")
 

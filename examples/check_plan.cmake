@@ -1,4 +1,5 @@
 # Runs tensoropt-plan on a small job, checks its outputs, re-solves its problem file.
+include(${CMAKE_CURRENT_LIST_DIR}/check_common.cmake)
 file(REMOVE_RECURSE ${OUT})
 file(MAKE_DIRECTORY ${OUT})
 execute_process(COMMAND ${PLAN} --model mlp --devices 4 --micro-batches 4 --memory-budget 4 --quiet
@@ -59,22 +60,10 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "--solve failed (${rc}):\n${out2}\n${err2}")
 endif()
 file(READ ${OUT}/resolved.json rj)
-string(JSON n2 LENGTH "${rj}" points)
-if(NOT n2 EQUAL n)
-  message(FATAL_ERROR "--solve found ${n2} points, the planner ${n}")
-endif()
 # Costs must be equal point for point; where two strategies tie in cost the planner's
 # search (the exact chain fold over repeated layers) and --solve (the general engine)
 # may return different ones, so each choice is re-costed from the problem instead.
-foreach(i RANGE ${last})
-  foreach(field time memory)
-    string(JSON a GET "${fj}" points ${i} ${field})
-    string(JSON b GET "${rj}" points ${i} ${field})
-    if(NOT a STREQUAL b)
-      message(FATAL_ERROR "point ${i} ${field}: planner ${a}, --solve ${b}")
-    endif()
-  endforeach()
-endforeach()
+expect_equal_costs("${fj}" "the planner" "${rj}" "--solve")
 foreach(f frontier.json resolved.json)
   execute_process(COMMAND ${PLAN} --check-frontier ${OUT}/${f} --problem-json ${OUT}/problem.json
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out3 ERROR_VARIABLE err3)

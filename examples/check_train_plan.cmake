@@ -1,14 +1,8 @@
 # A plan file from the planner trains in train_gpt; a resumed run repeats the
 # losses of an uninterrupted one. Run by CTest:
 #   cmake -DPLAN=<tensoropt-plan> -DTRAIN=<train_gpt> -DOUT=<dir> -P check_train_plan.cmake
+include(${CMAKE_CURRENT_LIST_DIR}/check_common.cmake)
 file(MAKE_DIRECTORY ${OUT})
-function(run_ok out_var)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 300)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "failed (${rc}): ${ARGN}\n${out}\n${err}")
-  endif()
-  set(${out_var} "${out}" PARENT_SCOPE)
-endfunction()
 
 # 1. Plan train_gpt's model (the spec it prints at start) for 4 CPU devices in fp32
 #    and save the chosen plan.

@@ -18,6 +18,8 @@
 #include <tensoropt/plan/strategy_spec.hpp>
 #include <tensoropt/search/pipeline_problem_json.hpp>
 #include <tensoropt/search/pipeline_solve.hpp>
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <utility>
@@ -342,7 +344,8 @@ int explore_devices(const to::plan_cli& c, const to::models::model_info& m, cons
 /// --strategy SPEC: evaluates one plan; --frontier-json writes it as a one-point
 /// frontier indexing the problem written by --problem-json (built without dropping
 /// locally dominated configs, so the SPEC's configs are in it).
-int evaluate_strategy(const to::plan_cli& c, const to::op_graph& g, const to::cluster& cl) {
+int evaluate_strategy(const to::plan_cli& c, const to::op_graph& g, const to::cluster& cl,
+                      const std::string& model_spec) {
   const auto s = to::parse_strategy_spec(c.strategy);
   to::build_options bo;
   bo.prec = to::parse_precision(c.precision);
@@ -372,7 +375,15 @@ int evaluate_strategy(const to::plan_cli& c, const to::op_graph& g, const to::cl
     // a one-point frontier with stages, indexing stage problems that keep every config
     to::build_options all = bo;
     all.drop_dominated = false;
-    write_pipeline_files(c, g, cl, all, {{pc.time, pc.memory, pp}});
+    to::pipeline_point q{pc.time, pc.memory, pp};
+    write_pipeline_files(c, g, cl, all, {q});
+    if (!c.save_plan.empty()) {  // tensoropt-plan/2, its memory the runtime peak as the planner's --pipeline writes it
+      const auto peak = to::predicted_pipeline_peak(g, pp, cl, bo);
+      q.peak = std::max<to::cost_t>(1, to::cost_t(std::ceil(peak.peak())));
+      std::printf("predicted runtime peak: %s on the fullest stage (stage %d; additive %s)\n",
+                  to::format_bytes(double(q.peak)).c_str(), peak.stage, to::format_bytes(double(pc.memory)).c_str());
+      write_file(c.save_plan, to::write_plan_json(to::make_pipeline_plan_file(g, cl, bo, q, model_spec)), "plan");
+    }
     return 0;
   }
   const auto ev = to::evaluate_spec(s, g, cl, bo);
@@ -481,6 +492,10 @@ int run(int argc, char** argv) {
   if (!c.check_frontier.empty()) return check_frontier_file(c);
   prepare_outputs(c);
   if (!c.solve.empty()) return solve_file(c);
+  if (!c.save_plan.empty() && !c.strategy.empty() && to::parse_strategy_spec(c.strategy).pp <= 1)
+    throw to::invalid_argument("--save-plan with --strategy writes a plan with pipeline stages (pp=P, P > 1); for "
+                               "pp=1 drop --strategy and let the planner choose, or train the spec with "
+                               "train_gpt --strategy");
 
   if (!c.gpu.empty() || !c.gpu_file.empty()) gpu_of(c, "");  // a bad name or spec is refused before any work
   const auto model = resolve_model(c);
@@ -492,7 +507,7 @@ int run(int argc, char** argv) {
   if (!c.device_counts.empty()) return explore_devices(c, m, g);
 
   const auto cl = make_cluster(c, m);
-  if (!c.strategy.empty()) return evaluate_strategy(c, g, cl);
+  if (!c.strategy.empty()) return evaluate_strategy(c, g, cl, m.spec.empty() ? std::string(m.name) : m.spec);
   const auto o = make_options(c, cl);
   std::printf("cluster %s (%s per device), precision %s, stack: %s\n", cl.describe().c_str(),
               to::format_bytes(cl.gpu_spec.capacity).c_str(), std::string(o.build.prec.name).c_str(),

@@ -49,5 +49,11 @@ if(TARGET tensoropt::runtime)
              COMMAND ${CMAKE_COMMAND} -DPLAN=$<TARGET_FILE:tensoropt-plan> -DTRAIN=$<TARGET_FILE:train_gpt>
                      -DOUT=${CMAKE_CURRENT_BINARY_DIR}/train_plan_test -P ${CMAKE_CURRENT_LIST_DIR}/check_train_plan.cmake)
     set_tests_properties(example.train_gpt_plan_file PROPERTIES TIMEOUT 300 LABELS example)
+    # --strategy dp=1,tp=2,pp=2 --save-plan: the evaluated pipeline plan, trained from its file
+    add_test(NAME example.train_gpt_strategy_plan_file
+             COMMAND ${CMAKE_COMMAND} -DPLAN=$<TARGET_FILE:tensoropt-plan> -DTRAIN=$<TARGET_FILE:train_gpt>
+                     -DOUT=${CMAKE_CURRENT_BINARY_DIR}/train_strategy_plan_test
+                     -P ${CMAKE_CURRENT_LIST_DIR}/check_strategy_plan.cmake)
+    set_tests_properties(example.train_gpt_strategy_plan_file PROPERTIES TIMEOUT 120 LABELS example)
   endif()
 endif()

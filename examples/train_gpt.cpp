@@ -383,9 +383,12 @@ int main(int argc, char** argv) {
           piped ? pipeline.micro_batches : chosen.plan.micro_batches, piped ? " (1F1B)" : "", chosen.summary.c_str());
     // the runtime's peak: the replay of one step's buffers (per stage under 1F1B)
     double predicted_peak = 0;
+    std::vector<double> stage_peaks;  // predicted, per pipeline stage
     if (!piped) predicted_peak = predicted_peak_of(chosen.plan.configs, chosen.plan.micro_batches);
-    for (int s = 0; piped && s < pipeline.degree; ++s)
-      predicted_peak = std::max(predicted_peak, to::predicted_stage_peak(g, pipeline, s, cl, po.build).peak());
+    for (int s = 0; piped && s < pipeline.degree; ++s) {
+      stage_peaks.push_back(to::predicted_stage_peak(g, pipeline, s, cl, po.build).peak());
+      predicted_peak = std::max(predicted_peak, stage_peaks.back());
+    }
 
     rt::training_options run;
     run.steps = steps;
@@ -415,6 +418,16 @@ int main(int argc, char** argv) {
         100 * r.kernel_seconds / r.seconds);
     say("loss %.4f -> %.4f; peak memory of a device %.3f MiB (predicted %.3f MiB)\n", double(r.first_loss),
         double(r.last_loss), to::from_byte_count(r.peak_bytes) / 1_MiB, predicted_peak / 1048576);
+    if (piped && r.device_peak_bytes.size() == std::size_t(devices)) {  // every stage's devices in this process
+      const int d = devices / pipeline.degree;
+      for (int s = 0; s < pipeline.degree; ++s) {
+        std::int64_t measured = 0;
+        for (int i = s * d; i < (s + 1) * d; ++i) measured = std::max(measured, r.device_peak_bytes[std::size_t(i)]);
+        say("stage %d (ranks %d-%d): peak memory %.3f MiB, predicted %.3f MiB (%+.1f %%)\n", s, s * d, (s + 1) * d - 1,
+            to::from_byte_count(measured) / 1_MiB, stage_peaks[std::size_t(s)] / 1048576,
+            100 * (double(measured) / stage_peaks[std::size_t(s)] - 1));
+      }
+    }
     if (steps >= 20 && !(r.last_loss < 0.8f * r.first_loss)) {
       say("train_gpt: the loss did not fall clearly below the starting loss\n");
       return 1;

@@ -36,8 +36,7 @@ std::vector<tm_point> brute_stage(const to::op_graph& micro, std::size_t a, std:
   const auto scl = to::stage_cluster(cl, p);
   std::vector<std::vector<to::op_config>> all;
   for (auto& op : sg.graph.ops) all.push_back(to::enumerate_configs(sg.graph, op, scl.mesh));
-  to::cost_options co;
-  co.micro_batches = to::pipeline_slots(k, p);
+  const to::cost_options co = to::stage_build_options({}, k, p).cost();
   std::vector<tm_point> pts;
   std::vector<std::size_t> at(all.size(), 0);
   std::vector<to::op_config> cs(all.size());
@@ -101,7 +100,7 @@ TEST_CASE("1F1B: in-flight micro-batches and slots by hand") {
   CHECK(c.peak == 2);
 }
 
-TEST_CASE("a hand-written pipeline plan costs (k + p - 1) c + u per stage, activations times in flight") {
+TEST_CASE("a hand-written pipeline plan costs (k + p - 1) c + (k - 1) a + u per stage, activations times in flight") {
   const auto g = to::testing::mlp(16, {64, 128, 128, 128, 64});
   const auto cl = small_cluster(2, 2);
   const to::index_t p = 2, k = 4;
@@ -120,12 +119,16 @@ TEST_CASE("a hand-written pipeline plan costs (k + p - 1) c + u per stage, activ
   for (std::size_t s = 0; s < 2; ++s) {
     const auto sg = to::stage_graph(micro, pp.stage_begin[s], s ? g.ops.size() : pp.stage_begin[1]);
     std::vector<to::op_config> cs(sg.graph.ops.size(), pp.configs[0]);
-    // c + u and 2c + u from the ordinary evaluation with 1 and 2 micro-batches
-    to::build_options one, two;
-    two.micro_batches = 2;
-    const auto e1 = to::evaluate(sg.graph, cs, scl, one), e2 = to::evaluate(sg.graph, cs, scl, two);
-    const double c = double(e2.time - e1.time), u = double(e1.time) - c;
-    const double t = double(k + p - 1) * c + u;
+    // c + u, 2c + u and 2c + a + u from the ordinary evaluation with 1 and 2 micro-batches,
+    // the second without and with its gradient accumulation
+    to::build_options one, two_apart, two;
+    two_apart.micro_batches = two.micro_batches = 2;
+    two_apart.accumulated_micro_batches = 1;
+    const auto e1 = to::evaluate(sg.graph, cs, scl, one), e2 = to::evaluate(sg.graph, cs, scl, two_apart),
+               e3 = to::evaluate(sg.graph, cs, scl, two);
+    const double c = double(e2.time - e1.time), a = double(e3.time - e2.time), u = double(e1.time) - c;
+    CHECK(a > 0);
+    const double t = double(k + p - 1) * c + double(k - 1) * a + u;
     // activations of one micro-batch: ops' saved buffers and edges' saved inputs
     const auto facts = to::analyze(sg.graph);
     double act = 0;
@@ -147,6 +150,60 @@ TEST_CASE("a hand-written pipeline plan costs (k + p - 1) c + u per stage, activ
   CHECK(cost.memory == expect_memory);
   // stage 0 holds 2 micro-batches: more memory than with one stage's worth
   CHECK(cost.stages[0].memory > cost.stages[1].memory);
+}
+
+TEST_CASE("1F1B: a stage accumulates k - 1 gradients, not k + p - 2, by hand") {
+  // mlp(16, {64, 128, 128, 128, 64}) as p = 2 stages of k = 4 micro-batches on 2 x 2
+  // A100-80GB, data parallel over each stage's 2 devices, bf16-mixed. Stage 1 is fc3, relu,
+  // fc4, relu: 128 x 128 + 128 x 64 = 24,576 weights, all local on each device (replicated).
+  // One accumulation reads the accumulator and the new gradient and writes the sum:
+  //   a = 3 x 24,576 x 2 B (bf16 gradient) / (2,039 GB/s x 0.85) = 147,456 B / 1.73315e12 B/s
+  //     = 85,079.7 ps.
+  // The runtime runs k = 4 micro-batches and adds 3 gradients to the first
+  // (runtime/stage_executor.hpp): 3 a = 255,239 ps. The k + p - 1 = 5 slots of the bubble
+  // were charged before as 5 micro-batches, 4 accumulations: 4 a = 340,319 ps, one too many.
+  const auto g = to::testing::mlp(16, {64, 128, 128, 128, 64});
+  const auto cl = small_cluster(2, 2);
+  const to::index_t p = 2, k = 4;
+  to::pipeline_plan pp;
+  pp.degree = int(p);
+  pp.micro_batches = int(k);
+  pp.mesh = cl.mesh;
+  pp.stage_begin = {0, 5};
+  pp.configs.assign(g.ops.size(), to::op_config{});
+  for (auto& c : pp.configs) c.degree[1][0] = 2;
+  const double a = 3.0 * 24576 * 2 / (2039e9 * 0.85) * 1e12;
+  CHECK(a == doctest::Approx(85079.7).epsilon(1e-5));
+  const auto micro = to::with_batch(g, g.batch / k);
+  const auto sg = to::stage_graph(micro, 5, g.ops.size());
+  const auto scl = to::stage_cluster(cl, p);
+  const std::vector<to::op_config> cs(sg.graph.ops.size(), pp.configs[0]);
+  const to::build_options bo = to::stage_build_options({}, k, p);
+  CHECK(bo.micro_batches == 5);
+  CHECK(bo.accumulated_micro_batches == 4);
+  CHECK(bo.cost().accumulations() == 3);
+  auto stage_time = [&](to::index_t accumulated) {
+    to::cost_options co = bo.cost();
+    co.accumulated_micro_batches = accumulated;
+    return double(to::evaluate_stage(sg.graph, cs, scl, co, 1, to::bytes(0)).time);
+  };
+  const double none = stage_time(1);  // no accumulation: (k + p - 1) c + u
+  const double now = double(to::evaluate_pipeline(g, pp, cl).stages[1].time);
+  // every op's time is rounded to whole picoseconds: 1 ps per op at most
+  const double tol = double(sg.graph.ops.size());
+  CHECK(now - none == doctest::Approx(3 * a).epsilon(tol / (3 * a)));
+  CHECK(now == stage_time(4));
+  // the charge before this count existed (0: the micro-batch count, here the 5 slots): 4 a
+  CHECK(stage_time(0) == stage_time(5));
+  CHECK(stage_time(0) - none == doctest::Approx(4 * a).epsilon(tol / (4 * a)));
+  // without stages nothing changes: the count defaults to the micro-batch count
+  to::cost_options flat;
+  flat.micro_batches = 4;
+  CHECK(flat.accumulations() == 3);
+  to::cost_options same = flat;
+  same.accumulated_micro_batches = 4;
+  CHECK(to::evaluate_stage(sg.graph, cs, scl, flat, 1, to::bytes(0)).time ==
+        to::evaluate_stage(sg.graph, cs, scl, same, 1, to::bytes(0)).time);
 }
 
 TEST_CASE("max-max merge equals brute force on random staircases") {

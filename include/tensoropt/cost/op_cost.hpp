@@ -17,8 +17,9 @@
 //    batch norm fused with the ReLU (and residual add) after it, a linear's bias
 //    (its gradient's column sum; under linear_bias_pass its own forward pass) and,
 //    with k > 1 micro-batches, k - 1 gradient accumulations per iteration of each
-//    owned parameter (counted in `compute`): formulas and sources in
-//    kernel_traffic.hpp.
+//    owned parameter (counted in `compute`; k is accumulated_micro_batches when set,
+//    as under 1F1B, where the bubble's slots are not micro-batches): formulas and
+//    sources in kernel_traffic.hpp.
 //  - Own collectives: a partial output that no op reads (the loss) is all-reduced
 //    in place; softmax cross-entropy with its class dim split all-reduces two
 //    floats per sample; batch norm with b, h or w split all-reduces two floats
@@ -87,6 +88,13 @@ struct cost_options {
   /// A linear's own bias is added by a pass of its own over the output (PyTorch's
   /// nn.Linear before the cuBLASLt bias epilogue; kernel_traffic.hpp).
   bool linear_bias_pass = false;
+  /// Micro-batches whose gradients one iteration sums (accumulated_micro_batches - 1
+  /// adds); 0: micro_batches. A pipeline stage sets k here and the k + p - 1 slots of
+  /// 1F1B in micro_batches (cost/pipeline_cost.hpp).
+  index_t accumulated_micro_batches = 0;
+  constexpr index_t accumulations() const {
+    return (accumulated_micro_batches > 0 ? accumulated_micro_batches : micro_batches) - 1;
+  }
   constexpr bool operator==(const cost_options&) const = default;
   /// The software-stack switches in one line, as tensoropt-plan's flags name them:
   /// "attention materialized, fused-bn-relu off, ...".
@@ -348,8 +356,8 @@ constexpr op_cost cost_op(const op_graph& g, int i, const op_config& c, const cl
     const double upd = pr.grad_bytes + 2.0 * (pr.optimizer_bytes + pr.weight_bytes) -
                        (pr.compute == dtype::fp32 ? 0.0 : double(pr.weight_bytes));
     r.optimizer += seconds(n / shard * upd / (dev.memory_bw.value * dev.memory_efficiency));
-    if (o.micro_batches > 1)  // each micro-batch after the first adds its gradient to the accumulator
-      r.compute += seconds(double(o.micro_batches - 1) * detail::accumulation_bytes(n, pr) /
+    if (o.accumulations() > 0)  // each micro-batch after the first adds its gradient to the accumulator
+      r.compute += seconds(double(o.accumulations()) * detail::accumulation_bytes(n, pr) /
                            (dev.memory_bw.value * dev.memory_efficiency));
     if (rg.size() > 1) {
       if (c.shard_optimizer)

@@ -11,18 +11,22 @@
 // runs the global batch as k >= p micro-batches. With
 //   c_i   stage i's forward + backward per micro-batch (its ops' compute, recompute,
 //         own collectives and the redistributions inside the stage, on the stage's mesh),
+//   a_i   one gradient accumulation of stage i (each owned parameter's local gradient
+//         added to its accumulator: kernel_traffic.hpp's accumulation_bytes),
 //   u_i   stage i's once-per-iteration work (gradient synchronization over the stage's
 //         data-parallel group and the optimizer update),
 //   s_b   the send of the activation that crosses boundary b (and of its gradient back),
 // the model is
-//   time   = max_i [ (k + p - 1) c_i + u_i ]  +  sum_b 2 s_b
+//   time   = max_i [ (k + p - 1) c_i + (k - 1) a_i + u_i ]  +  sum_b 2 s_b
 //   memory = max_i [ P_i + min(k, p - i) A_i + R ]
 // The 1F1B schedule runs k + p - 1 slots of the slowest stage's micro-batch time (k
 // micro-batches plus the p - 1 slots of the bubble, Narayanan et al. eq. (1): bubble
 // fraction (p - 1) / k); stage i ends with its own gradient sync and optimizer step, so
-// the iteration ends with the last stage to finish. For balanced stages (every c_i and
-// u_i equal) this is (k + p - 1) c + u; in general it is at most (k + p - 1) max c +
-// max u, the bound of the bottleneck stage. The first micro-batch's activation crosses
+// the iteration ends with the last stage to finish. The bubble's slots are idle time,
+// not micro-batches: a stage runs k micro-batches and adds k - 1 gradients to the first
+// (runtime/stage_executor.hpp: the first is moved into the accumulator). For balanced
+// stages (every c_i, a_i and u_i equal) this is (k + p - 1) c + (k - 1) a + u; in
+// general it is at most that of the maxima, the bound of the bottleneck stage. The first micro-batch's activation crosses
 // every boundary forward once and the last gradient crosses back once on the critical
 // path (steady-state sends overlap compute, as Megatron-LM's 1F1B issues them
 // asynchronously); s_b = latency + (S_b / d) / bandwidth, S_b the bytes of the cut
@@ -43,7 +47,8 @@
 // Integers. Every term is rounded as build_problem rounds it: an op's memory is
 // round(param_state + recompute_working + activations) + (f - 1) round(activations) and an
 // edge's f x round(edge memory), f = min(k, p - i); time terms are the problem's with the
-// micro-batch multiplier k + p - 1 in place of k. For p = 1 every term equals the
+// micro-batch multiplier k + p - 1 in place of k and k micro-batches accumulated
+// (cost_options::accumulated_micro_batches = k). For p = 1 every term equals the
 // ordinary problem's, so the p = 1 plans cost exactly what the planner reports today.
 #pragma once
 #include <algorithm>
@@ -93,8 +98,9 @@ constexpr cost_t stage_op_memory(const op_cost& c, index_t f) {
 constexpr cost_t stage_edge_memory(bytes b, index_t f) { return cost_t(f) * detail::pipe_round(b.value); }
 
 /// (time, memory) of stage graph `sg` (a micro-batch graph, model/stage_graph.hpp) under
-/// `configs` on the stage's cluster `scl`: time = (k + p - 1) c + u, memory = P + f A + R,
-/// with o.micro_batches = k + p - 1 and f micro-batches in flight.
+/// `configs` on the stage's cluster `scl`: time = (k + p - 1) c + (k - 1) a + u, memory =
+/// P + f A + R, with o.micro_batches = k + p - 1, o.accumulated_micro_batches = k and f
+/// micro-batches in flight.
 constexpr strategy_cost evaluate_stage(const op_graph& sg, const std::vector<op_config>& configs, const cluster& scl,
                                        const cost_options& o, index_t f, bytes reserve) {
   detail::require(configs.size() == sg.ops.size(), "evaluate_stage: one op_config per stage op is needed");

@@ -33,8 +33,10 @@ struct build_options {
   bool local_batch_norm = false;    ///< see cost_options (published runs without SyncBN)
   bool fused_bn_relu = false;       ///< see cost_options (stacks fusing BN with the ReLU after it)
   bool linear_bias_pass = false;    ///< see cost_options (stacks adding a linear's bias in a pass of its own)
+  index_t accumulated_micro_batches = 0;  ///< see cost_options (0: micro_batches; k under 1F1B)
   constexpr cost_options cost() const {
-    return {prec, micro_batches, attention, regenerate_dropout, local_batch_norm, fused_bn_relu, linear_bias_pass};
+    return {prec, micro_batches, attention, regenerate_dropout, local_batch_norm, fused_bn_relu, linear_bias_pass,
+            accumulated_micro_batches};
   }
 };
 
@@ -144,6 +146,8 @@ constexpr built_problem build_problem(const op_graph& graph, const cluster& cl, 
   detail::require(o.micro_batches >= 1 && graph.batch % o.micro_batches == 0,
                   "build_problem: the micro-batch count must be at least 1 and divide the global batch");
   detail::require(o.reserve.value >= 0, "build_problem: the memory reserve must be non-negative");
+  detail::require(o.accumulated_micro_batches >= 0,
+                  "build_problem: the accumulated micro-batch count must be non-negative (0: the micro-batch count)");
   built_problem out;
   out.graph = with_batch(graph, graph.batch / o.micro_batches);
   out.cl = cl;

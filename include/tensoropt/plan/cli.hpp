@@ -90,7 +90,8 @@ struct reflection<plan_cli> {
                                               "tensoropt-pipeline-problem/1; with --check-frontier: the file to read")
           .meta("FILE"),
       field("save-plan", &c::save_plan, "write the chosen plan, tensoropt-plan/1: the fastest within "
-                                        "--memory-budget, else the fastest that fits the device").meta("FILE"),
+                                        "--memory-budget, else the fastest that fits the device; with "
+                                        "--strategy pp=P the evaluated plan, tensoropt-plan/2").meta("FILE"),
       field("strategy", &c::strategy, "evaluate one plan instead of searching: pp=..,dp=..,tp=..,sp=0|1,"
                                       "recompute=none|selective|full,zero=0|1 (dp default: devices / (tp pp))")
           .meta("SPEC"),
@@ -168,9 +169,6 @@ inline plan_cli parse_plan_cli(int argc, const char* const* argv) {
         throw invalid_argument("--" + std::string(f) + " does not apply to --solve, which reads the problem "
                                "(model, cluster and precision are already in it): drop --" + std::string(f));
   }
-  if (g.has("save-plan") && g.has("strategy"))
-    throw invalid_argument("--save-plan writes a plan of the frontier; --strategy evaluates one without searching: "
-                           "drop one");
   if (g.has("save-plan") && g.has("device-counts"))
     throw invalid_argument("--save-plan writes one plan of one cluster; --device-counts plans several: drop one");
   if (g.has("pipeline"))

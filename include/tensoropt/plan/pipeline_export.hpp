@@ -111,9 +111,7 @@ inline pipeline_export export_pipeline(const op_graph& g, const cluster& cl, con
     if (!micro_of.count(k)) micro_of.emplace(k, with_batch(g, g.batch / k));
     const op_graph& micro = micro_of.at(k);
     const cluster scl = stage_cluster(cl, p);
-    build_options so = bo;
-    so.micro_batches = pipeline_slots(k, p);
-    const cost_options co = so.cost();
+    const cost_options co = stage_build_options(bo, k, p).cost();
     stage_choices st;
     st.degree = pl.degree;
     st.stage_begin = pl.stage_begin;

@@ -8,9 +8,9 @@
 // The memory is the fullest device's predicted runtime peak where the planner replayed it
 // (plan/pipeline_peak_frontier.hpp; the search's additive memory is shown next to it),
 // else the additive memory. The chosen plan's table is per stage: its ops, its mesh, the
-// micro-batches it holds in flight, its time ((k + p - 1) c + u) and memory (the stage's
-// replayed peak where the point has one, else evaluate_pipeline's), and the send to the
-// next stage.
+// micro-batches it holds in flight, its time ((k + p - 1) c + (k - 1) a + u) and memory
+// (the stage's replayed peak where the point has one, else evaluate_pipeline's), and the
+// send to the next stage.
 #pragma once
 #include <optional>
 #include <string>

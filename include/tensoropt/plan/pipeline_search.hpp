@@ -6,11 +6,11 @@
 // today's problem, so today's frontier is a subset) and per k >= p dividing the batch.
 // A stage is a range of ops between cut points (model/stage_graph.hpp); its frontier is
 // today's search on its stage problem (plan/stage_problem.hpp: the stage's mesh, times
-// over k + p - 1 slots, activations times the micro-batches in flight), in the search
-// mode of plan/search_mode.hpp (a stage of n identical layers is a repeat<> of n, composed
-// by powering in fast mode). Stages run at once on disjoint devices, so stage frontiers
-// combine by the exact max-max merge (search/max_max_merge.hpp); the sends of the
-// boundaries are added to the time.
+// over k + p - 1 slots and k - 1 gradient accumulations, activations times the
+// micro-batches in flight), in the search mode of plan/search_mode.hpp (a stage of n
+// identical layers is a repeat<> of n, composed by powering in fast mode). Stages run at
+// once on disjoint devices, so stage frontiers combine by the exact max-max merge
+// (search/max_max_merge.hpp); the sends of the boundaries are added to the time.
 //
 // Partitions.
 //  - balanced: the model's largest repeat<> of L identical layers is cut into p stages

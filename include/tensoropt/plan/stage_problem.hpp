@@ -5,9 +5,10 @@
 // stage's mesh (plan/pipeline_plan.hpp's stage_mesh), with the pipeline's terms of
 // cost/pipeline_cost.hpp: the per-micro-batch parts of every time counted k + p - 1
 // times instead of k (the builder is given the stage graph at k + p - 1 times the
-// micro-batch and splits it back), and every activation term held f = min(k, p - i)
-// times: an op's memory becomes round(its memory) + (f - 1) round(its activations), an
-// edge's f x its memory. Configs dropped as locally dominated stay dominated: configs of
+// micro-batch and splits it back) but its gradient accumulations k - 1 times, as the
+// stage runs k micro-batches (stage_build_options), and every activation term held
+// f = min(k, p - i) times: an op's memory becomes round(its memory) + (f - 1) round(its
+// activations), an edge's f x its memory. Configs dropped as locally dominated stay dominated: configs of
 // one op with equal layouts and recompute switch have equal activations, so scaling
 // activations keeps their order. A strategy of the stage problem therefore costs exactly
 // what evaluate_stage gives, and for p = 1 exactly what the ordinary problem of k gives.
@@ -18,6 +19,7 @@
 #pragma once
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 #include "../cost/pipeline_cost.hpp"
 #include "../model/stage_graph.hpp"
@@ -31,6 +33,14 @@ inline cluster stage_cluster(const cluster& cl, index_t p) {
   cluster c = cl;
   c.mesh = stage_mesh(cl.mesh, p);
   return c;
+}
+
+/// The build options of a stage of p with k micro-batches: `bo` with the k + p - 1 slots
+/// of 1F1B as its micro-batch count and k micro-batches' gradients accumulated.
+inline build_options stage_build_options(build_options bo, index_t k, index_t p) {
+  bo.micro_batches = pipeline_slots(k, p);
+  bo.accumulated_micro_batches = k;
+  return bo;
 }
 
 /// A stage's problem and what maps it back to the model.
@@ -51,8 +61,8 @@ inline stage_problem build_stage_problem(const op_graph& micro, std::size_t a, s
   s.op_of = std::move(sg.op_of);
   s.in_flight = in_flight(k, p, i);
   s.slots = pipeline_slots(k, p);
-  bo.micro_batches = s.slots;
-  s.built = build_problem(with_global_batch(sg.graph, sg.graph.batch * s.slots), stage_cluster(cl, p), bo);
+  s.built = build_problem(with_global_batch(sg.graph, sg.graph.batch * s.slots), stage_cluster(cl, p),
+                          stage_build_options(std::move(bo), k, p));
   const index_t f = s.in_flight;
   if (f > 1) {
     const op_graph& g = s.built.graph;
@@ -106,8 +116,7 @@ inline pipeline_cost evaluate_pipeline(const op_graph& g, const pipeline_plan& p
   const index_t p = pp.degree, k = pp.micro_batches;
   const op_graph micro = with_batch(g, g.batch / k);
   const cluster scl = stage_cluster(cl, p);
-  build_options o = bo;
-  o.micro_batches = pipeline_slots(k, p);
+  const build_options o = stage_build_options(bo, k, p);
   const cost_options co = o.cost();
   std::vector<strategy_cost> stages;
   cost_t sends = 0;

@@ -29,6 +29,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 #include "../plan/pipeline_plan_file.hpp"
 #include "../plan/plan_file.hpp"
 #include "../plan/planner.hpp"
@@ -136,6 +137,7 @@ struct training_result {
   double seconds = 0;             ///< wall time of the steps
   double kernel_seconds = 0;      ///< of device 0 of this process
   std::int64_t peak_bytes = 0;    ///< most memory of a device of this process in one step
+  std::vector<std::int64_t> device_peak_bytes;  ///< the same per device of this process, in rank order
 };
 
 namespace detail {
@@ -159,7 +161,12 @@ training_result run_training(Trainer& tr, const std::function<batch(std::int64_t
     r.seconds += dt;
     if (s == 0) r.first_loss = loss;
     r.last_loss = loss;
-    for (auto& m : tr.memory()) r.peak_bytes = std::max(r.peak_bytes, m.peak);
+    const auto mem = tr.memory();
+    r.device_peak_bytes.resize(mem.size());
+    for (std::size_t d = 0; d < mem.size(); ++d) {
+      r.device_peak_bytes[d] = std::max(r.device_peak_bytes[d], mem[d].peak);
+      r.peak_bytes = std::max(r.peak_bytes, mem[d].peak);
+    }
     if (o.on_step) o.on_step(step, loss, dt);
   }
   r.kernel_seconds = executor_of(tr.device(0)).kernel_seconds() - kernels0;
