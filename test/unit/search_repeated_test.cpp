@@ -1,5 +1,6 @@
 // Tests of repeated blocks composed by binary powering against brute force.
 #include <doctest/doctest.h>
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -221,6 +222,15 @@ std::vector<to::frontier_result> solve_bounded(const std::vector<generated>& gs,
   }
   return out;
 }
+// the least integer time on or above the chain at memory m (the chain starts at or before m)
+to::cost_t chain_ceil(const to::detail::hull_chain& h, to::cost_t m) {
+  std::size_t s = 0;
+  while (s + 1 < h.memory.size() && h.memory[s + 1] <= m) ++s;
+  if (s + 1 >= h.memory.size()) return h.time.back();
+  const to::cost_t dm = h.memory[s + 1] - h.memory[s], num = (h.time[s + 1] - h.time[s]) * (m - h.memory[s]);
+  // t_s + ceil(num / dm), num <= 0
+  return h.time[s] - (-num) / dm;
+}
 std::vector<cost_pair> union_of(const std::vector<to::frontier_result>& rs) {
   std::vector<cost_pair> all;
   for (auto& r : rs)
@@ -298,15 +308,6 @@ TEST_CASE("the convex lower bound of a powered sum: below every sum, and its cov
     to::detail::pareto_filter(s);
     return s;
   };
-  // the least integer time on or above the chain at memory m (the chain starts at or before m)
-  auto chain_ceil = [](const to::detail::hull_chain& h, to::cost_t m) {
-    std::size_t s = 0;
-    while (s + 1 < h.memory.size() && h.memory[s + 1] <= m) ++s;
-    if (s + 1 >= h.memory.size()) return h.time.back();
-    const to::cost_t dm = h.memory[s + 1] - h.memory[s], num = (h.time[s + 1] - h.time[s]) * (m - h.memory[s]);
-    // t_s + ceil(num / dm), num <= 0
-    return h.time[s] - (-num) / dm;
-  };
   int covered = 0, not_covered = 0, slack_more = 0;
   for (int it = 0; it < 300; ++it) {
     CAPTURE(it);
@@ -363,5 +364,159 @@ TEST_CASE("the convex lower bound of a powered sum: below every sum, and its cov
   CHECK(covered > 20);
   CHECK(not_covered > 20);
   CHECK(slack_more > 0);
+}
+
+TEST_CASE("coarse per-layer tables, divided by 1 + epsilon, bound every exact strategy of each layout from below") {
+  std::mt19937_64 rng(77);
+  int tested = 0, tight = 0;
+  for (int it = 0; it < 120; ++it) {
+    const auto g = random_repeated(rng, int(rng() % 3), 3 + int(rng() % 4), 1 + int(rng() % 3), int(rng() % 3), 3,
+                                   it % 2 == 1);
+    if (strategies(g.p) > 100000) continue;
+    CAPTURE(it);
+    ++tested;
+    const auto s = to::detail::split_repeated(g.p, g.rb);
+    REQUIRE(s.why_not.empty());
+    const double e = it % 3 == 0 ? 0.05 : it % 3 == 1 ? 0.3 : 1.0;
+    const auto coarse = to::detail::per_layout(to::detail::repeated_parts(g.p, g.rb, s, {.epsilon = e}, true), s);
+    const std::size_t m = g.rb.instances.size() - 2;
+    std::vector<to::detail::hull_chain> chains;
+    for (std::size_t b = 0; b < s.reps.size(); ++b)
+      chains.push_back(to::detail::powered_chain(to::detail::lowered(coarse.a[b], e), to::detail::lowered(coarse.t[b], e),
+                                                 to::detail::lowered(coarse.z[b], e), m));
+    // every strategy with o_0 .. o_{L-2} in one layout b lies on or above b's chain
+    std::vector<int> choice(g.p.nodes.size(), 0);
+    while (true) {
+      const int b = s.group[std::size_t(choice[std::size_t(g.rb.instances[0][std::size_t(g.boundary)])])];
+      bool one = true;
+      for (std::size_t l = 1; l + 1 < g.rb.instances.size(); ++l)
+        one = one && s.group[std::size_t(choice[std::size_t(g.rb.instances[l][std::size_t(g.boundary)])])] == b;
+      if (one) {
+        const auto c = to::cost_of(g.p, choice);
+        const auto& h = chains[std::size_t(b)];
+        REQUIRE(!h.memory.empty());
+        CHECK(c.memory >= h.memory.front());
+        const auto floor_t = chain_ceil(h, c.memory);
+        CHECK(c.time >= floor_t);
+        tight += double(c.time) <= 1.5 * double(floor_t);
+      }
+      std::size_t i = 0;
+      for (; i < choice.size(); ++i) {
+        if (++choice[i] < int(g.p.nodes[i].configs.size())) break;
+        choice[i] = 0;
+      }
+      if (i == choice.size()) break;
+    }
+  }
+  CHECK(tested > 60);
+  CHECK(tight > 100);  // the bound is not trivially low
+}
+
+TEST_CASE("the skip test from coarse tables: when it says covered, brute force agrees within the slack") {
+  std::mt19937_64 rng(1618);
+  int covered = 0, not_covered = 0, close = 0;
+  for (int it = 0; it < 150; ++it) {
+    const auto g = random_repeated(rng, int(rng() % 3), 3 + int(rng() % 4), 1 + int(rng() % 3), int(rng() % 3), 3,
+                                   it % 2 == 1);
+    if (strategies(g.p) > 100000) continue;
+    CAPTURE(it);
+    const auto s = to::detail::split_repeated(g.p, g.rb);
+    REQUIRE(s.why_not.empty());
+    const double e = it % 3 == 0 ? 0.05 : it % 3 == 1 ? 0.3 : 1.0;
+    const auto coarse = to::detail::per_layout(to::detail::repeated_parts(g.p, g.rb, s, {.epsilon = e}, true), s);
+    const auto exact = brute_force(g, true);
+    for (int trial = 0; trial < 8; ++trial) {
+      // known points near the exact restricted frontier: some a little faster, some a little slower
+      std::vector<to::detail::candidate> known;
+      const double base = std::array<double, 4>{0.5, 0.7, 0.85, 0.97}[std::size_t(trial % 4)];
+      for (auto& x : exact)
+        if (rng() % 8 != 0) {
+          const double f = base + 0.01 * double(rng() % 6);
+          known.push_back({to::cost_t(double(x.time) * f), std::max<to::cost_t>(0, x.memory - to::cost_t(rng() % 2)), -1, -1});
+        }
+      to::detail::pareto_filter(known);
+      const double slack = trial < 4 ? 0.0 : 0.05;
+      const bool got = to::detail::layouts_covered(coarse, e, g.rb.instances.size() - 2, known,
+                                                   std::numeric_limits<to::cost_t>::max(), slack);
+      bool brute = true, near = true;
+      for (auto& x : exact) {
+        bool in = false, in_near = false;
+        for (auto& k : known) {
+          in = in || (k.memory <= x.memory && double(k.time) <= (1 + slack) * double(x.time));
+          in_near = in_near || (k.memory <= x.memory && double(k.time) <= (1 + slack) * 1.02 * double(x.time));
+        }
+        brute = brute && in;
+        near = near && in_near;
+      }
+      if (got) CHECK(brute);
+      (got ? covered : not_covered) += 1;
+      close += !got && near;  // missed by at most 2 %: cases that an unsound bound would wrongly skip
+    }
+  }
+  CHECK(covered > 50);
+  CHECK(not_covered > 50);
+  CHECK(close > 20);
+}
+
+TEST_CASE("a search skipped before its per-layer solves: its exact restricted points are covered by the union") {
+  std::mt19937_64 rng(2718);
+  int skipped = 0, groups = 0;
+  for (int it = 0; it < 60; ++it) {
+    CAPTURE(it);
+    // a group of searches of one union: random problems, and copies made slower by a factor
+    std::vector<generated> gs;
+    for (int j = 0; j < 2; ++j) {
+      auto g = random_repeated(rng, int(rng() % 2), 3 + int(rng() % 5), 1 + int(rng() % 2), int(rng() % 2), 3, j == 1);
+      if (strategies(g.p) > 100000) continue;
+      gs.push_back(g);
+      auto worse = g;
+      // r % slower: from as fast (covered exactly) to twice as slow, many within the coarse bound's margin
+      const std::int64_t r = std::array<std::int64_t, 6>{0, 2, 5, 10, 30, 100}[rng() % 6];
+      worse.p.memory_offset += std::int64_t(rng() % 5);
+      for (auto& n : worse.p.nodes)
+        for (auto& c : n.configs) c.time += c.time * r / 100;
+      for (auto& e : worse.p.edges)
+        for (auto& t : e.time) t += t * r / 100;
+      gs.push_back(worse);
+    }
+    if (gs.size() < 2) continue;
+    ++groups;
+    const double eps = it % 3 == 0 ? 0.0 : it % 3 == 1 ? 0.01 : 0.2;
+    std::vector<std::vector<to::frontier::point>> guaranteed(gs.size());
+    std::vector<to::frontier_result> bounded, alone;
+    for (std::size_t i = 0; i < gs.size(); ++i) {
+      to::repeated_bounds b;
+      auto before = [&, i] {
+        std::vector<to::frontier::point> v;
+        for (std::size_t j = 0; j < i; ++j) v.insert(v.end(), guaranteed[j].begin(), guaranteed[j].end());
+        return v;
+      };
+      b.exchange = [&, i, before](std::vector<to::frontier::point> mine) {
+        guaranteed[i] = std::move(mine);
+        return before();
+      };
+      b.known = before;
+      b.skip_epsilon = it % 2 == 0 ? 0.1 : 0.5;
+      bounded.push_back(to::solve_repeated(gs[i].p, gs[i].rb, {.epsilon = eps}, b));
+      alone.push_back(to::solve_repeated(gs[i].p, gs[i].rb, {.epsilon = eps}));
+      check_recost(gs[i].p, bounded.back());
+    }
+    const auto u = union_of(bounded);
+    for (std::size_t i = 0; i < gs.size(); ++i) {
+      if (!bounded[i].skipped) continue;
+      ++skipped;
+      CHECK(bounded[i].points.empty());
+      CHECK(guaranteed[i].empty());
+      // every point of its exact restricted frontier (brute force) within (1 + epsilon) of the union
+      for (auto& e : brute_force(gs[i], true)) {
+        bool covered = false;
+        for (auto& q : u) covered = covered || (q.memory <= e.memory && double(q.time) <= (1 + eps) * double(e.time));
+        CHECK(covered);
+      }
+    }
+    if (eps == 0) CHECK(u == union_of(alone));
+  }
+  CHECK(groups > 30);
+  CHECK(skipped > 10);
 }
 }  // namespace search_repeated_test_file

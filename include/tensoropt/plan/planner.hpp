@@ -218,9 +218,10 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
               publish(pos, std::move(mine));
               return published_before(pos);
             };
-            rbd.known = [&, pos] { return published_before(pos); };
+            if (pos > 0) rbd.known = [&, pos] { return published_before(pos); };
           }
           part.frontier = solve_repeated(built->prob, mc.block, so, rbd);
+          if (part.frontier.skipped) part.why = part.frontier.note;
         } else if (so.epsilon == 0 && !mc.block.instances.empty() && check_repeated(built->prob, mc.block).empty()) {
           part.frontier = solve_repeated_exact(built->prob, mc.block, so);  // exact, identical layers folded once
         } else {

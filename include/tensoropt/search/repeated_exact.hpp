@@ -46,55 +46,10 @@
 #include "detail/chain_merge.hpp"
 #include "detail/completion_bound.hpp"
 #include "detail/repeated_split.hpp"
+#include "detail/repeated_tables.hpp"
 #include "solve_options.hpp"
 
 namespace tensoropt {
-
-namespace detail {
-
-// The three tables of the fold: A (everything before the middle layers) per layout of
-// o_0, T (one middle layer) per input and output layout, and Z (the last layer and the
-// head) per input layout, each by solve_conditioned on fast mode's subproblems (T and Z get
-// a copy of the previous layer's boundary node with one zero-cost config per layout class,
-// carrying the edges that leave it). Unlike fast mode, T is solved on every cell, not only
-// its diagonal. A kept node's layout-configs must each lie in one layout class; a
-// subproblem where they do not is solved again without grouping, as fast mode does.
-struct repeated_tables {
-  conditioned_frontier a, t, z;   // kept: o_0 (a); the copy and o_1 (t); the copy (z)
-  std::vector<int> ra, rt, rz;    // subproblem node -> node of the problem (-1: the copy)
-};
-
-inline repeated_tables repeated_parts(const problem& p, const repeated_block& rb, const repeated_split& s,
-                                      const solve_options& o) {
-  const std::size_t L = rb.instances.size();
-  const int o0 = rb.instances[0][std::size_t(s.boundary)];
-  const int o1 = rb.instances[1][std::size_t(s.boundary)];
-  const int olast = rb.instances[L - 2][std::size_t(s.boundary)];
-  repeated_tables out;
-  const problem pa = subproblem(p, s.a_nodes, -1, s.reps, p.memory_offset, out.ra);
-  const problem qt = fed_subproblem(p, rb.instances[1], o0, s.reps, out.rt);
-  const problem qz = fed_subproblem(p, s.z_nodes, olast, s.reps, out.rz);
-  const auto local = local_index;
-  auto conditioned = [&](const problem& q, const std::vector<int>& keep, int o_at) {
-    auto f = solve_conditioned(q, keep, o);
-    const std::size_t i = std::size_t(std::find(f.kept.begin(), f.kept.end(), o_at) - f.kept.begin());
-    if (o_at >= 0 && i < f.kept.size())
-      for (auto& g : f.configs[i])
-        for (int c : g)
-          if (s.group[std::size_t(c)] != s.group[std::size_t(g[0])]) {
-            solve_options u = o;
-            u.group_configs = false;
-            return solve_conditioned(q, keep, u);
-          }
-    return f;
-  };
-  out.a = conditioned(pa, {local(out.ra, o0)}, local(out.ra, o0));
-  out.t = conditioned(qt, {0, local(out.rt, o1)}, local(out.rt, o1));
-  out.z = conditioned(qz, {0}, -1);
-  return out;
-}
-
-}  // namespace detail
 
 /// The epsilon of the fast-mode search that gives K: any value keeps the fold exact (K's points
 /// are real strategies); 0.001 was the fastest measured (see the header).
@@ -117,7 +72,7 @@ inline frontier_result solve_repeated_exact(const problem& p, const repeated_blo
   for (auto& q : fast.points) known.push_back({q.time, q.memory, -1, -1});
   detail::pareto_filter(known);
 
-  const auto parts = detail::repeated_parts(p, rb, s, o);
+  const auto parts = detail::repeated_parts(p, rb, s, o, false);
   const auto& fa = parts.a;
   const auto& ft = parts.t;
   const auto& fz = parts.z;

@@ -1,0 +1,155 @@
+// The per-layer tables of a split repeated block (search/repeated.hpp and
+// search/repeated_exact.hpp): the frontiers of A, T and Z per boundary layout from three
+// conditioned solves, and the bound that skips a whole search before its exact solves.
+//
+// The tables. A (everything before the middle layers) per layout of o_0, T (one middle
+// layer) per input and output layout and Z (the last layer and the head) per input layout,
+// each by solve_conditioned on the subproblems of detail/repeated_split.hpp (T and Z get a
+// copy of the previous layer's boundary node with one zero-cost config per layout class,
+// carrying the edges that leave it). Fast mode needs T on its diagonal only (input and
+// output in one layout); the exact fold needs every cell. A kept node's layout-configs must
+// each lie in one layout class; a subproblem where they do not is solved again ungrouped.
+//
+// The bound before the solves. Tables solved at a coarse epsilon e_c cover the exact ones:
+// every exact point p of a cell has a coarse point q with q.memory <= p.memory and q.time <=
+// (1 + e_c) p.time (solve.hpp's bound, per cell). So p lies at or above (q.memory,
+// floor(q.time / (1 + e_c))), and every exact point of A(b) (+) T(b)^M (+) Z(b) lies on or
+// above the chain lower_hull(A_c / (1 + e_c)) (+) M lower_hull(T_c / (1 + e_c)) (+)
+// lower_hull(Z_c / (1 + e_c)) (detail/hull_bound.hpp: Minkowski sums of convex sets). When
+// known points (guaranteed by other searches of one union) lie within (1 + slack) of
+// everything above that chain, for every layout b, then every exact restricted point of
+// this search has a known point with no more memory and time within (1 + slack); with
+// slack = epsilon the union keeps its bound without this search, which then returns
+// nothing and solves nothing more. The coarse solves cost a fraction of the exact ones
+// (their frontiers are pruned much harder); the figures are in README's "Speed, honestly".
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+#include "../solve.hpp"
+#include "hull_bound.hpp"
+#include "repeated_split.hpp"
+
+namespace tensoropt::detail {
+
+/// The three conditioned tables of a split block and where their nodes lie in the problem.
+struct repeated_tables {
+  conditioned_frontier a, t, z;   // kept: o_0 (a); the copy and o_1 (t); the copy (z)
+  std::vector<int> ra, rt, rz;    // subproblem node -> node of the problem (-1: the copy)
+};
+
+/// Solves the three tables of `p` split by `s` with options `o`; `diagonal`: T only where its
+/// input and output take one layout (fast mode's restriction).
+inline repeated_tables repeated_parts(const problem& p, const repeated_block& rb, const repeated_split& s,
+                                      const solve_options& o, bool diagonal) {
+  const std::size_t L = rb.instances.size();
+  const int o0 = rb.instances[0][std::size_t(s.boundary)];
+  const int o1 = rb.instances[1][std::size_t(s.boundary)];
+  const int olast = rb.instances[L - 2][std::size_t(s.boundary)];
+  repeated_tables out;
+  const problem pa = subproblem(p, s.a_nodes, -1, s.reps, p.memory_offset, out.ra);
+  const problem qt = fed_subproblem(p, rb.instances[1], o0, s.reps, out.rt);
+  const problem qz = fed_subproblem(p, s.z_nodes, olast, s.reps, out.rz);
+  const auto local = local_index;
+  auto conditioned = [&](const problem& q, const std::vector<int>& keep, int o_at,
+                         const std::vector<std::vector<int>>& classes) {
+    auto f = solve_conditioned(q, keep, o, classes);
+    const std::size_t i = std::size_t(std::find(f.kept.begin(), f.kept.end(), o_at) - f.kept.begin());
+    if (o_at >= 0 && i < f.kept.size())
+      for (auto& g : f.configs[i])
+        for (int c : g)
+          if (s.group[std::size_t(c)] != s.group[std::size_t(g[0])]) {
+            solve_options u = o;
+            u.group_configs = false;
+            return solve_conditioned(q, keep, u, classes);
+          }
+    return f;
+  };
+  std::vector<std::vector<int>> t_classes;
+  if (diagonal) {
+    std::vector<int> copy_class(s.reps.size());
+    for (std::size_t b = 0; b < copy_class.size(); ++b) copy_class[b] = int(b);
+    t_classes = {copy_class, s.group};
+  }
+  out.a = conditioned(pa, {local(out.ra, o0)}, local(out.ra, o0), {});
+  out.t = conditioned(qt, {0, local(out.rt, o1)}, local(out.rt, o1), t_classes);
+  out.z = conditioned(qz, {0}, -1, {});
+  return out;
+}
+
+/// Fast mode's tables per boundary layout b: A(b), T(b) (input and output in b) and Z(b)
+/// as staircases whose tags are the points' tags in the conditioned tables.
+struct layout_tables {
+  std::vector<std::vector<candidate>> a, t, z;
+};
+
+/// The layout-config of a table's first kept node (the previous layer's copy) holding layout b.
+inline std::size_t copy_cell(const conditioned_frontier& f, std::size_t b) {
+  for (std::size_t d = 0; d < f.configs[0].size(); ++d)
+    for (int c : f.configs[0][d])
+      if (std::size_t(c) == b) return d;
+  return 0;
+}
+
+inline layout_tables per_layout(const repeated_tables& r, const repeated_split& s) {
+  const std::size_t nb = s.reps.size();
+  auto cell = [](const conditioned_frontier& f, std::size_t c) {
+    return frontier{{f.pts.begin() + std::ptrdiff_t(f.start[c]), f.pts.begin() + std::ptrdiff_t(f.start[c + 1])}};
+  };
+  auto as_candidates = [](const frontier& f) {
+    std::vector<candidate> c;
+    for (auto& q : f.points) c.push_back({q.time, q.memory, q.tag, -1});
+    return c;
+  };
+  layout_tables out;
+  out.a.resize(nb);
+  out.t.resize(nb);
+  out.z.resize(nb);
+  const std::size_t mo_a = r.a.dims[0], mo_t = r.t.dims[1];
+  for (std::size_t b = 0; b < nb; ++b) {
+    frontier ab, tb;
+    for (std::size_t d = 0; d < mo_a; ++d)
+      if (std::size_t(s.group[std::size_t(r.a.configs[0][d][0])]) == b) ab = frontier_union(ab, cell(r.a, d));
+    const std::size_t bt = copy_cell(r.t, b);
+    for (std::size_t d = 0; d < mo_t; ++d)
+      if (std::size_t(s.group[std::size_t(r.t.configs[1][d][0])]) == b) tb = frontier_union(tb, cell(r.t, bt * mo_t + d));
+    out.a[b] = as_candidates(ab);
+    out.z[b] = as_candidates(cell(r.z, copy_cell(r.z, b)));
+    out.t[b] = as_candidates(tb);
+  }
+  return out;
+}
+
+/// A staircase's lower bound for the exact staircase it covers within (1 + e): each time
+/// divided by 1 + e, rounded down (with a relative margin for the rounding of the division).
+inline std::vector<candidate> lowered(const std::vector<candidate>& s, double e) {
+  std::vector<candidate> out;
+  for (auto& q : s)
+    out.push_back({cost_t(std::floor((long double)(q.time) / (1 + (long double)(e)) * (1 - 1e-12L))), q.memory, -1, -1});
+  pareto_filter(out);
+  return out;
+}
+
+/// The convex chain below every point of A (+) T^m (+) Z (detail/hull_bound.hpp).
+inline hull_chain powered_chain(const std::vector<candidate>& a, const std::vector<candidate>& t,
+                                const std::vector<candidate>& z, std::size_t m) {
+  const auto ha = lower_hull(a), ht = lower_hull(t), hz = lower_hull(z);
+  return hull_sum({&ha, &ht, &hz}, {1, cost_t(m), 1});
+}
+
+/// True when `known` (a staircase of points guaranteed by other searches) lies within
+/// (1 + slack) of every exact point of every layout's A (+) T^m (+) Z up to `limit`, judged
+/// from tables `coarse` solved at epsilon `e` (the header's bound). A layout with an empty
+/// coarse table has no exact point under the limit either.
+inline bool layouts_covered(const layout_tables& coarse, double e, std::size_t m, const std::vector<candidate>& known,
+                            cost_t limit, double slack) {
+  for (std::size_t b = 0; b < coarse.a.size(); ++b) {
+    if (coarse.a[b].empty() || coarse.t[b].empty() || coarse.z[b].empty()) continue;
+    const auto chain = powered_chain(lowered(coarse.a[b], e), lowered(coarse.t[b], e), lowered(coarse.z[b], e), m);
+    if (!covers_chain(known, chain, limit, slack)) return false;
+  }
+  return true;
+}
+
+}  // namespace tensoropt::detail
