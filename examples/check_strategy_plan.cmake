@@ -2,7 +2,9 @@
 # --strategy dp=1,tp=2,pp=2 --save-plan writes the evaluated plan (tensoropt-plan/2),
 # train_gpt --plan runs its two stages under 1F1B, the loss falls, the losses are those
 # of train_gpt --strategy with the same spec (the same plan), and each stage's measured
-# peak is within -10 % .. +5 % of the predicted one. Run by CTest:
+# peak is within -10 % .. +5 % of the predicted one. A spec without stages (dp=2,tp=2)
+# is saved as a one-stage tensoropt-plan/1 file that trains like train_gpt --strategy with
+# the same spec, its measured peak within -10 % .. +5 % of the file's memory. Run by CTest:
 #   cmake -DPLAN=<tensoropt-plan> -DTRAIN=<train_gpt> -DOUT=<dir> -P check_strategy_plan.cmake
 include(${CMAKE_CURRENT_LIST_DIR}/check_common.cmake)
 file(REMOVE_RECURSE ${OUT})
@@ -63,4 +65,50 @@ foreach(line IN LISTS stages)
     message(FATAL_ERROR "measured peak outside -10 % .. +5 % of predicted: ${line}")
   endif()
 endforeach()
+# one stage: a tensoropt-plan/1 file, as the planner's own --save-plan writes
+set(spec1 dp=2,tp=2)
+# (--regenerate-dropout: the stack of the CPU runtime, so the file's memory is train_gpt's prediction)
+run_ok(out1 ${PLAN} --model ${model} --gpu cpu --precision fp32 --devices 4 --micro-batches 2 --strategy ${spec1}
+       --regenerate-dropout --save-plan ${OUT}/sp1.json)
+if(NOT out1 MATCHES "predicted runtime peak: [^\n]*\nwrote plan: ${OUT}/sp1.json")
+  message(FATAL_ERROR "tensoropt-plan --strategy ${spec1} --save-plan did not write the plan:\n${out1}")
+endif()
+file(READ ${OUT}/sp1.json pj1)
+string(JSON fmt1 GET "${pj1}" format)
+string(JSON k1 GET "${pj1}" micro_batches)
+string(JSON mem1 GET "${pj1}" memory)
+string(JSON summary1 GET "${pj1}" summary)
+string(JSON stages1 ERROR_VARIABLE no_stages GET "${pj1}" pipeline)
+if(NOT fmt1 STREQUAL "tensoropt-plan/1" OR NOT k1 EQUAL 2 OR NOT no_stages OR NOT summary1 MATCHES "dp 2 x tp 2")
+  message(FATAL_ERROR "sp1.json is not the one-stage dp 2 x tp 2 plan of 2 micro-batches ('${fmt1}', k ${k1}, "
+                      "'${summary1}'):\n${pj1}")
+endif()
+run_ok(file_run1 ${TRAIN} --model ${model} --devices 4 --plan ${OUT}/sp1.json --steps 20)
+run_ok(spec_run1 ${TRAIN} --model ${model} --devices 4 --strategy ${spec1} --micro-batches 2 --steps 20)
+losses("${file_run1}" from_file1)
+losses("${spec_run1}" from_spec1)
+list(LENGTH from_file1 n1)
+if(NOT n1 EQUAL 20 OR NOT "${from_file1}" STREQUAL "${from_spec1}")
+  message(FATAL_ERROR "the saved plan and --strategy ${spec1} train differently:\n file ${from_file1}\n "
+                      "spec ${from_spec1}")
+endif()
+if(NOT file_run1 MATCHES "peak memory of a device ([0-9.]+) MiB \\(predicted ([0-9.]+) MiB\\)")
+  message(FATAL_ERROR "train_gpt did not report the measured and predicted peak:\n${file_run1}")
+endif()
+set(measured1 ${CMAKE_MATCH_1})
+set(predicted1 ${CMAKE_MATCH_2})
+# in thousandths of a MiB (train_gpt prints three decimals)
+string(REPLACE "." "" meas_m "${measured1}")
+string(REPLACE "." "" pred_m "${predicted1}")
+math(EXPR file_m "${mem1} * 1000 / 1048576")
+math(EXPR diff "${file_m} - ${pred_m}")
+if(diff GREATER 1 OR diff LESS -1)
+  message(FATAL_ERROR "the plan file's memory (${mem1} B) is not the predicted peak train_gpt prints (${predicted1} MiB)")
+endif()
+math(EXPR err_permille "${meas_m} * 1000 / ${pred_m} - 1000")
+if(err_permille GREATER 50 OR err_permille LESS -100)
+  message(FATAL_ERROR "measured peak ${measured1} MiB outside -10 % .. +5 % of predicted ${predicted1} MiB")
+endif()
+message(STATUS "--strategy ${spec1} --save-plan (one stage) trained like --strategy; peak ${measured1} MiB, "
+               "predicted ${predicted1} MiB")
 message(STATUS "--strategy ${spec} --save-plan trained: loss ${first} -> ${last}, losses equal to --strategy; ${stages}")

@@ -417,6 +417,21 @@ int evaluate_strategy(const to::plan_cli& c, const to::op_graph& g, const to::cl
     if (!c.problem_json.empty()) write_file(c.problem_json, to::write_problem_json(bp.prob), "problem");
     if (!c.frontier_json.empty()) write_file(c.frontier_json, to::write_frontier_json({e}), "frontier");
   }
+  if (!c.save_plan.empty()) {  // tensoropt-plan/1 (one stage), its memory the runtime peak as the planner writes it
+    const to::op_graph mg = to::with_batch(g, g.batch / bo.micro_batches);
+    to::pipeline_plan one;
+    one.degree = 1;
+    one.micro_batches = int(bo.micro_batches);
+    one.stage_begin = {0};
+    one.mesh = cl.mesh;
+    one.configs = ev.configs;
+    const auto cost = to::evaluate(mg, ev.configs, cl, bo);
+    to::pipeline_point q{cost.time, cost.memory, one};
+    q.peak = std::max<to::cost_t>(1, to::cost_t(std::ceil(to::predicted_peak(mg, ev.configs, cl, bo).peak())));
+    std::printf("predicted runtime peak: %s (additive %s)\n", to::format_bytes(double(q.peak)).c_str(),
+                to::format_bytes(double(q.memory)).c_str());
+    write_file(c.save_plan, to::write_plan_json(to::make_pipeline_plan_file(g, cl, bo, q, model_spec)), "plan");
+  }
   return 0;
 }
 
@@ -492,10 +507,6 @@ int run(int argc, char** argv) {
   if (!c.check_frontier.empty()) return check_frontier_file(c);
   prepare_outputs(c);
   if (!c.solve.empty()) return solve_file(c);
-  if (!c.save_plan.empty() && !c.strategy.empty() && to::parse_strategy_spec(c.strategy).pp <= 1)
-    throw to::invalid_argument("--save-plan with --strategy writes a plan with pipeline stages (pp=P, P > 1); for "
-                               "pp=1 drop --strategy and let the planner choose, or train the spec with "
-                               "train_gpt --strategy");
 
   if (!c.gpu.empty() || !c.gpu_file.empty()) gpu_of(c, "");  // a bad name or spec is refused before any work
   const auto model = resolve_model(c);

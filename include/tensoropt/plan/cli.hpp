@@ -91,7 +91,7 @@ struct reflection<plan_cli> {
           .meta("FILE"),
       field("save-plan", &c::save_plan, "write the chosen plan, tensoropt-plan/1: the fastest within "
                                         "--memory-budget, else the fastest that fits the device; with "
-                                        "--strategy pp=P the evaluated plan, tensoropt-plan/2").meta("FILE"),
+                                        "--strategy the evaluated plan (tensoropt-plan/2 with pp=P, P > 1)").meta("FILE"),
       field("strategy", &c::strategy, "evaluate one plan instead of searching: pp=..,dp=..,tp=..,sp=0|1,"
                                       "recompute=none|selective|full,zero=0|1 (dp default: devices / (tp pp))")
           .meta("SPEC"),

@@ -6,7 +6,8 @@
 //   memory = max over stages s of memory_s
 // where (time_s, memory_s) is the cost of stage s's choice in its stage problem with f_s
 // micro-batches in flight. A stage problem is an ordinary problem (search/problem.hpp; the
-// builder already counts every per-micro-batch time k + p - 1 times) whose configs also
+// builder already counts every per-micro-batch time k + p - 1 times, each gradient
+// accumulation k - 1 times) whose configs also
 // carry `activations`, the bytes one more micro-batch in flight adds; with f in flight
 //   config memory = memory + (f - 1) x activations,   edge memory = f x memory,
 // and memory_offset (the reserve) counts once. f = 1 is the problem as it stands.
