@@ -71,7 +71,8 @@ inline buffer pool_fwd(op_context& c, in_t in, in_t, op_state& st) {
   const auto g = pool_of(c);
   const bool is_max = c.op.kind == op_kind::max_pool;
   buffer y = c.zeros(std::size_t(g.planes * g.oh * g.ow));
-  buffer arg = c.be.scratch(is_max ? 2 * y.size() : 0, dtype::fp32);  // int64 per output, uncounted as on the CPU
+  // an int64 per output, counted: the CPU charges its argmax indices too (executor_state.hpp)
+  buffer arg = c.be.allocate(is_max ? 2 * y.size() : 0, dtype::fp32);
   dispatch(y.type(), [&]<class T>(T) {
     cuda::kernels::pool_forward(dev(c).stream(), g, is_max, in[0]->as<T>(), y.as<T>(),
                                 is_max ? static_cast<std::int64_t*>(arg.raw()) : nullptr);

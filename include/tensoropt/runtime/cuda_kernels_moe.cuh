@@ -18,10 +18,10 @@
 // Saved state matches the CPU's: the gate's probabilities and top-k mask (fp32,
 // counted) and the experts' pre-activation H (counted, the activation dtype), so
 // the requested-bytes peak of an fp32 plan is the CPU's. The routing slots, which
-// the CPU keeps in op_state::ints (uncounted host memory), live in an uncounted
-// device scratch buffer kept in op_state::saved (int64 values in 8-byte pairs of
-// fp32 elements); gathered gates and logits are uncounted scratch, as the CPU's
-// std::vector workspaces are.
+// the CPU keeps in op_state::ints (charged to the device by the executor,
+// executor_state.hpp), live in a counted device buffer kept in op_state::saved (int64
+// values in 8-byte pairs of fp32 elements); gathered gates and logits are uncounted
+// scratch, as the CPU's std::vector workspaces are.
 //
 // Exactness: fp32 sums visit their terms in the CPU's order (softmax, the combine
 // over experts, the dispatch-backward sum over experts, the gate's double dot);
@@ -50,8 +50,11 @@ inline data_plane& plane(op_context& c, const char* what) {
   return *c.dp;
 }
 
-/// Uncounted device scratch for n int64 values (the routing slots).
-inline buffer slot_buffer(op_context& c, std::size_t n) { return c.be.scratch(2 * std::max<std::size_t>(n, 1)); }
+/// A counted device buffer for n int64 values (the routing slots; the CPU charges its
+/// op_state::ints alike).
+inline buffer slot_buffer(op_context& c, std::size_t n) {
+  return c.be.allocate(2 * std::max<std::size_t>(n, 1), dtype::fp32);
+}
 inline std::int64_t* slots(buffer& b) { return static_cast<std::int64_t*>(b.raw()); }
 inline const std::int64_t* slots(const buffer& b) { return static_cast<const std::int64_t*>(b.raw()); }
 
@@ -153,7 +156,7 @@ inline void moe_gate_bwd(op_context& c, in_t in, in_t par, op_state& st, const b
 }
 
 // ---- moe_dispatch: dims [g, s, e, c, h]; x[g, s, h], gates[g, s, e] -> y[e, g, c, h] ----
-// saved: the routing slots (uncounted scratch).
+// saved: the routing slots (counted, as the CPU's).
 inline buffer moe_dispatch_fwd(op_context& c, in_t in, in_t, op_state& st) {
   const auto m = moe_detail::geometry_of(c);
   buffer slot = moe_detail::routes(c, *in[1]);
@@ -175,7 +178,7 @@ inline void moe_dispatch_bwd(op_context& c, in_t, in_t, op_state& st, const buff
 }
 
 // ---- moe_combine: dims [g, s, e, c, h]; y[e, g, c, h], gates[g, s, e] -> out[g, s, h] ----
-// saved: the routing slots (uncounted scratch).
+// saved: the routing slots (counted, as the CPU's).
 inline buffer moe_combine_fwd(op_context& c, in_t in, in_t, op_state& st) {
   const auto m = moe_detail::geometry_of(c);
   buffer slot = moe_detail::routes(c, *in[1]);
