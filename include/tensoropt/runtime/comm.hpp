@@ -195,6 +195,8 @@ class local_comm final : public communicator {
   void send(int peer, std::span<const float> data, int tag) override;
   void recv(int peer, std::span<float> data, int tag, const std::string& what) override;
   group missing(const group& g, int tag) override;
+  /// Whether another device of the world has failed (its run() rethrows that error).
+  bool aborted() const override;
 
  private:
   local_world* world_;
@@ -360,6 +362,11 @@ inline void local_comm::recv(int peer, std::span<float> data, int tag, const std
                         " (the devices are not running the same program)");
   std::copy(it->data.begin(), it->data.end(), data.begin());
   q.erase(it);
+}
+
+inline bool local_comm::aborted() const {
+  std::lock_guard lk(world_->mu_);
+  return world_->failed_rank_ >= 0 && world_->failed_rank_ != rank_;
 }
 
 inline group local_comm::missing(const group& g, int tag) {

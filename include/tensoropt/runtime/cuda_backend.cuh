@@ -15,11 +15,14 @@
 //
 // Devices: rank r uses GPU (options.device + l) mod the GPU count, where l is r's
 // local rank (communicator::local_rank(): its index among the ranks on its machine,
-// so every node of an mpirun starts at GPU 0; options.device < 0: from 0), so N ranks of a local world share one GPU on a one-GPU machine,
+// so every node of an mpirun starts at GPU 0; options.device < 0: from 0;
+// device_choice.hpp), so N ranks of a local world share one GPU on a one-GPU machine,
 // each with its own stream, pool and cuBLASLt handle, and move buffers through the
 // device data plane (cuda_data_plane.cuh); ranks that are processes (MPI) use the
-// NCCL data plane (cuda_nccl_plane.cuh). Errors are one line: no GPU, out of
-// memory (from the pool), a device that does not exist.
+// NCCL data plane (cuda_nccl_plane.cuh), one GPU each. A pipeline stage's
+// sub-communicator is looked through to the world it is part of, for both choices.
+// Errors are one line: no GPU, out of memory (from the pool), a device that does not
+// exist, more processes on a machine than it has GPUs.
 #pragma once
 #include <cuda_runtime.h>
 #include <chrono>
@@ -38,6 +41,8 @@
 #include "cuda_kernels.cuh"
 #include "cuda_kernels_moe.cuh"
 #include "cuda_nccl_plane.cuh"
+#include "device_choice.hpp"
+#include "sub_communicator.hpp"
 
 namespace tensoropt::runtime {
 
@@ -90,10 +95,12 @@ TENSOROPT_KERNEL void region_kernel(const T* src, T* dst, region_geometry g, std
 /// One rank's GPU (see the opening comment).
 class cuda_backend final : public cuda_backend_base {
  public:
-  /// The backend of the rank whose local rank is `rank` (device chosen as described at the top). Throws
-  /// cuda::cuda_error when there is no GPU or the device does not exist.
-  cuda_backend(const backend_options& o, int rank)
-      : cuda_backend_base(o.prec), device_(pick_device(o, rank)), stream_(device_), pool_(device_),
+  /// The backend of the rank whose local rank is `rank` (device chosen as described at the
+  /// top); `processes`: the ranks are processes (one GPU each), not threads of one
+  /// process. Throws cuda::cuda_error when there is no GPU, the device does not exist or
+  /// processes outnumber the GPUs.
+  cuda_backend(const backend_options& o, int rank, bool processes = false)
+      : cuda_backend_base(o.prec), device_(pick_device(o, rank, processes)), stream_(device_), pool_(device_),
         alloc_(pool_, stream_.get()), gemm_(pool_, stream_.get()), timeout_(o.timeout) {
     if (o.prec.compute != dtype::fp32 && o.prec.compute != dtype::bf16)
       throw invalid_argument("the cuda backend runs fp32 or bf16-mixed, not " + std::string(o.prec.name));
@@ -201,12 +208,15 @@ class cuda_backend final : public cuda_backend_base {
                                    n);
     });
   }
-  /// Ranks that are threads of one process (a local world, any number per GPU):
-  /// the device data plane; processes (MPI): NCCL, one GPU per rank.
+  /// Ranks that are threads of one process (a local world, any number per GPU, or a
+  /// sub-communicator of one): the device data plane; processes (MPI): NCCL, one GPU
+  /// per rank.
   std::unique_ptr<data_plane> make_data_plane(communicator& c) override {
-    if (dynamic_cast<local_comm*>(&c)) return std::make_unique<cuda_local_data_plane>(c, stream(), device_, timeout_);
-    return std::make_unique<cuda_nccl_data_plane>(c, stream(), device_, timeout_);
+    if (threads_of_one_process(c)) return std::make_unique<cuda_local_data_plane>(c, *this, timeout_);
+    return std::make_unique<cuda_nccl_data_plane>(c, stream(), device_, timeout_, &pool_);
   }
+  /// Whether the ranks of `c` are threads of one process (a local world).
+  static bool threads_of_one_process(communicator& c) { return dynamic_cast<local_comm*>(&root_of(c)) != nullptr; }
   void synchronize() override { stream_.synchronize(); }
   void bind() override { TENSOROPT_CUDA_CHECK(cudaSetDevice(device_)); }
   device_memory memory_report() const override {
@@ -220,13 +230,13 @@ class cuda_backend final : public cuda_backend_base {
   void set_timeout(std::chrono::milliseconds t) { timeout_ = t; }
 
  private:
-  static int pick_device(const backend_options& o, int rank) {
-    const int n = cuda::device_count();
-    if (n == 0) throw cuda::cuda_error("no CUDA device found (no GPU or no NVIDIA driver); use --backend cpu");
-    if (o.device >= n)
-      throw cuda::cuda_error("CUDA device " + std::to_string(o.device) + " does not exist: this machine has " +
-                             std::to_string(n) + " GPU(s); pick --device 0.." + std::to_string(n - 1));
-    const int d = ((o.device < 0 ? 0 : o.device) + rank) % n;
+  static int pick_device(const backend_options& o, int rank, bool processes) {
+    int d = 0;
+    try {
+      d = choose_device(cuda::device_count(), o.device, rank, processes);
+    } catch (const runtime_error& e) {
+      throw cuda::cuda_error(e.what());
+    }
     TENSOROPT_CUDA_CHECK(cudaSetDevice(d));
     return d;
   }
@@ -242,7 +252,7 @@ class cuda_backend final : public cuda_backend_base {
 /// The factory make_backend() calls for "cuda" (registered by the tensoropt::cuda
 /// target's source, src/tensoropt_cuda.cu).
 inline std::unique_ptr<backend> make_cuda_backend(const backend_options& o, communicator& c) {
-  return std::make_unique<cuda_backend>(o, c.local_rank());
+  return std::make_unique<cuda_backend>(o, c.local_rank(), !cuda_backend::threads_of_one_process(c));
 }
 
 }  // namespace tensoropt::runtime

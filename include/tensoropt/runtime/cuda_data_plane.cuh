@@ -15,8 +15,12 @@
 //
 // The mailbox is found by a bootstrap over the control plane (rank 0 creates it
 // and sends its id to the others), as an NCCL unique id would be; it is therefore
-// limited to ranks of one process. A post or take that does not complete within
-// the timeout throws runtime_error naming the operation, the rank and the peer.
+// limited to ranks of one process (a local world, or a sub-communicator of one: a
+// pipeline stage). Staging buffers (collective parts, sums) come from the rank's own
+// memory pool, uncounted, as the host planes' std::vector staging is. A post or take
+// that does not complete within the timeout throws runtime_error naming the
+// operation, the group, the rank and the peer; a wait stops early, with an error
+// that says so, once another rank of the world has failed (communicator::aborted()).
 #pragma once
 #include <cuda_runtime.h>
 #include <algorithm>
@@ -33,6 +37,7 @@
 #include <tensoropt/cuda/kernels_elementwise.cuh>
 #include <vector>
 #include "backend.hpp"
+#include "cuda_glue.cuh"
 #include "data_plane.hpp"
 
 namespace tensoropt::runtime {
@@ -85,10 +90,11 @@ inline std::uint64_t decode_id(const std::vector<float>& v) {
 /// The data plane of device buffers between rank threads of one process.
 class cuda_local_data_plane final : public data_plane {
  public:
-  /// Collective over `c` (every rank of the world makes its plane together).
+  /// Collective over `c` (every rank of the world makes its plane together); moves
+  /// buffers on the stream of `be`, the rank's backend, and stages in its pool.
   /// Throws invalid_argument when the ranks are not threads of one process.
-  cuda_local_data_plane(communicator& c, cudaStream_t s, int device, std::chrono::milliseconds timeout)
-      : comm_(c), stream_(s), device_(device), timeout_(timeout) {
+  cuda_local_data_plane(communicator& c, cuda_backend_base& be, std::chrono::milliseconds timeout)
+      : comm_(c), be_(be), stream_(be.stream()), timeout_(timeout) {
     std::uint64_t id = 0;
     if (c.rank() == 0) {
       box_ = cuda_detail::device_mailbox::find_or_make(id, true);
@@ -111,68 +117,8 @@ class cuda_local_data_plane final : public data_plane {
   void set_timeout(std::chrono::milliseconds t) { timeout_ = t; }
 
   void exchange(std::span<const outgoing> sends, std::span<const incoming> recvs, const char* what) override {
-    const int me = comm_.rank(), tag = comm_.next_tag();
-    std::vector<std::shared_ptr<cuda_detail::device_mailbox::post>> mine;
-    for (const auto& s : sends) {
-      auto p = std::make_shared<cuda_detail::device_mailbox::post>();
-      *p = {me, s.peer, tag, s.data->raw(), s.data->bytes(), nullptr};
-      TENSOROPT_CUDA_CHECK(cudaEventCreateWithFlags(&p->ready, cudaEventDisableTiming));
-      TENSOROPT_CUDA_CHECK(cudaEventRecord(p->ready, stream_));
-      mine.push_back(p);
-      std::lock_guard lk(box_->mu);
-      box_->posts.push_back(p);
-    }
-    if (!mine.empty()) box_->cv.notify_all();
-    const auto deadline = std::chrono::steady_clock::now() + timeout_;
-    for (const auto& r : recvs) {
-      std::shared_ptr<cuda_detail::device_mailbox::post> p;
-      {
-        std::unique_lock lk(box_->mu);
-        auto find = [&] {
-          return std::find_if(box_->posts.begin(), box_->posts.end(),
-                              [&](const auto& q) { return q->from == r.peer && q->to == me && q->tag == tag; });
-        };
-        while (find() == box_->posts.end())
-          if (box_->cv.wait_until(lk, deadline) == std::cv_status::timeout && find() == box_->posts.end())
-            throw runtime_error(std::string(what) + " on rank " + std::to_string(me) + ": timed out after " +
-                                std::to_string(timeout_.count()) + " ms waiting for rank " + std::to_string(r.peer) +
-                                " (device data plane)");
-        auto it = find();
-        p = *it;
-        box_->posts.erase(it);
-      }
-      if (p->bytes != r.data->bytes())
-        throw runtime_error(std::string(what) + " on rank " + std::to_string(me) + ": rank " + std::to_string(r.peer) +
-                            " sent " + std::to_string(p->bytes) + " bytes, expected " +
-                            std::to_string(r.data->bytes()) + " (the devices are not running the same program)");
-      TENSOROPT_CUDA_CHECK(cudaStreamWaitEvent(stream_, p->ready, 0));
-      if (p->bytes)
-        TENSOROPT_CUDA_CHECK(cudaMemcpyAsync(r.data->raw(), p->data, p->bytes, cudaMemcpyDeviceToDevice, stream_));
-      cudaEvent_t taken = nullptr;
-      TENSOROPT_CUDA_CHECK(cudaEventCreateWithFlags(&taken, cudaEventDisableTiming));
-      TENSOROPT_CUDA_CHECK(cudaEventRecord(taken, stream_));
-      {
-        std::lock_guard lk(box_->mu);
-        p->taken = taken;
-        p->done = true;
-      }
-      box_->cv.notify_all();
-    }
-    // Keep the packed buffers alive (in stream order) until every peer copied them.
-    for (auto& p : mine) {
-      {
-        std::unique_lock lk(box_->mu);
-        if (!box_->cv.wait_until(lk, deadline, [&] { return p->done; }))
-          throw runtime_error(std::string(what) + " on rank " + std::to_string(me) + ": timed out after " +
-                              std::to_string(timeout_.count()) + " ms: rank " + std::to_string(p->to) +
-                              " did not take its message (device data plane)");
-      }
-      TENSOROPT_CUDA_CHECK(cudaStreamWaitEvent(stream_, p->taken, 0));
-      (void)cudaEventDestroy(p->ready);
-      (void)cudaEventDestroy(p->taken);
-    }
+    exchange_in(sends, recvs, what, comm_.world());
   }
-
   void all_reduce(const group& g, buffer& buf) override {
     if (g.size() <= 1) return;
     auto parts = gather_parts(g, buf, "all_reduce");
@@ -197,7 +143,7 @@ class cuda_local_data_plane final : public data_plane {
       got.push_back(scratch(n, in.type()));
       recvs.push_back({g[i], &got.back()});
     }
-    exchange(sends, recvs, "reduce_scatter");
+    exchange_in(sends, recvs, "reduce_scatter", g);
     // sum in group order: this rank's own slice sits at its position in the group
     buffer own = scratch(n, in.type());
     copy_bytes(own.raw(), static_cast<const char*>(in.raw()) + me * n * es, n * es);
@@ -221,26 +167,84 @@ class cuda_local_data_plane final : public data_plane {
   void synchronize() override { TENSOROPT_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
  private:
-  buffer scratch(std::size_t n, dtype t) { return buffer(n, t, *scratch_alloc(), nullptr); }
-  /// Uncounted device memory for the staging of collectives (plain cudaMallocAsync).
-  device_allocator* scratch_alloc() {
-    struct alloc final : device_allocator {
-      cudaStream_t s;
-      void* allocate(std::size_t bytes) override {
-        void* p = nullptr;
-        TENSOROPT_CUDA_CHECK(cudaMallocAsync(&p, bytes, s));
-        TENSOROPT_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, s));
-        return p;
-      }
-      void deallocate(void* p, std::size_t) noexcept override { (void)cudaFreeAsync(p, s); }
-    };
-    if (!scratch_) {
-      auto a = std::make_unique<alloc>();
-      a->s = stream_;
-      scratch_ = std::move(a);
+  /// exchange() for the members `g` of a collective (named in its errors).
+  void exchange_in(std::span<const outgoing> sends, std::span<const incoming> recvs, const char* what,
+                   const group& g) {
+    const int me = comm_.rank(), tag = comm_.next_tag();
+    std::vector<std::shared_ptr<cuda_detail::device_mailbox::post>> mine;
+    for (const auto& s : sends) {
+      auto p = std::make_shared<cuda_detail::device_mailbox::post>();
+      *p = {me, s.peer, tag, s.data->raw(), s.data->bytes(), nullptr};
+      TENSOROPT_CUDA_CHECK(cudaEventCreateWithFlags(&p->ready, cudaEventDisableTiming));
+      TENSOROPT_CUDA_CHECK(cudaEventRecord(p->ready, stream_));
+      mine.push_back(p);
+      std::lock_guard lk(box_->mu);
+      box_->posts.push_back(p);
     }
-    return scratch_.get();
+    if (!mine.empty()) box_->cv.notify_all();
+    const auto deadline = std::chrono::steady_clock::now() + timeout_;
+    for (const auto& r : recvs) {
+      std::shared_ptr<cuda_detail::device_mailbox::post> p;
+      {
+        std::unique_lock lk(box_->mu);
+        auto find = [&] {
+          return std::find_if(box_->posts.begin(), box_->posts.end(),
+                              [&](const auto& q) { return q->from == r.peer && q->to == me && q->tag == tag; });
+        };
+        while (find() == box_->posts.end())
+          if (!wait_step(lk, deadline, what, g) && find() == box_->posts.end())
+            throw runtime_error(std::string(what) + " over ranks " + describe(g) + " on rank " + std::to_string(me) +
+                                ": timed out after " + std::to_string(timeout_.count()) + " ms waiting for rank " +
+                                std::to_string(r.peer) + " (device data plane)");
+        auto it = find();
+        p = *it;
+        box_->posts.erase(it);
+      }
+      if (p->bytes != r.data->bytes())
+        throw runtime_error(std::string(what) + " over ranks " + describe(g) + " on rank " + std::to_string(me) + ": rank " + std::to_string(r.peer) +
+                            " sent " + std::to_string(p->bytes) + " bytes, expected " +
+                            std::to_string(r.data->bytes()) + " (the devices are not running the same program)");
+      TENSOROPT_CUDA_CHECK(cudaStreamWaitEvent(stream_, p->ready, 0));
+      if (p->bytes)
+        TENSOROPT_CUDA_CHECK(cudaMemcpyAsync(r.data->raw(), p->data, p->bytes, cudaMemcpyDeviceToDevice, stream_));
+      cudaEvent_t taken = nullptr;
+      TENSOROPT_CUDA_CHECK(cudaEventCreateWithFlags(&taken, cudaEventDisableTiming));
+      TENSOROPT_CUDA_CHECK(cudaEventRecord(taken, stream_));
+      {
+        std::lock_guard lk(box_->mu);
+        p->taken = taken;
+        p->done = true;
+      }
+      box_->cv.notify_all();
+    }
+    // Keep the packed buffers alive (in stream order) until every peer copied them.
+    for (auto& p : mine) {
+      {
+        std::unique_lock lk(box_->mu);
+        while (!p->done)
+          if (!wait_step(lk, deadline, what, g) && !p->done)
+            throw runtime_error(std::string(what) + " over ranks " + describe(g) + " on rank " + std::to_string(me) +
+                                ": timed out after " + std::to_string(timeout_.count()) + " ms: rank " +
+                                std::to_string(p->to) + " did not take its message (device data plane)");
+      }
+      TENSOROPT_CUDA_CHECK(cudaStreamWaitEvent(stream_, p->taken, 0));
+      (void)cudaEventDestroy(p->ready);
+      (void)cudaEventDestroy(p->taken);
+    }
   }
+  /// Waits on the mailbox until `deadline`, in slices, so that a failure elsewhere in
+  /// the world stops the wait (throws runtime_error naming `what` and `g`); false at
+  /// the deadline.
+  bool wait_step(std::unique_lock<std::mutex>& lk, std::chrono::steady_clock::time_point deadline, const char* what,
+                 const group& g) {
+    if (comm_.aborted())
+      throw runtime_error(std::string(what) + " over ranks " + describe(g) + " on rank " +
+                          std::to_string(comm_.rank()) + ": aborted because another rank failed (device data plane)");
+    const auto slice = std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(20));
+    return box_->cv.wait_until(lk, slice) == std::cv_status::no_timeout || std::chrono::steady_clock::now() < deadline;
+  }
+  /// Staging: uncounted device memory from the rank's pool.
+  buffer scratch(std::size_t n, dtype t) { return be_.scratch(n, t); }
   void copy_bytes(void* dst, const void* src, std::size_t bytes) {
     if (bytes) TENSOROPT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
   }
@@ -264,7 +268,7 @@ class cuda_local_data_plane final : public data_plane {
       got.push_back(scratch(b.size(), b.type()));
       recvs.push_back({p, &got.back()});
     }
-    exchange(sends, recvs, what);
+    exchange_in(sends, recvs, what, g);
     return got;
   }
   void sum_in_order(const group& g, std::vector<buffer>& parts, const buffer& own, buffer& out) {
@@ -287,11 +291,10 @@ class cuda_local_data_plane final : public data_plane {
   }
 
   communicator& comm_;
+  cuda_backend_base& be_;
   cudaStream_t stream_;
-  int device_;
   std::chrono::milliseconds timeout_;
   std::shared_ptr<cuda_detail::device_mailbox> box_;
-  std::unique_ptr<device_allocator> scratch_;
 };
 
 }  // namespace tensoropt::runtime

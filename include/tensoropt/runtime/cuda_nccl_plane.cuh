@@ -17,12 +17,18 @@
 //
 // NCCL refuses two ranks of one communicator on one GPU: ranks that are threads of
 // one process use cuda_data_plane.cuh instead (cuda_backend picks it).
+//
+// Memory: NCCL allocates its buffers when a communicator is made, outside the rank's
+// pool; the device memory a join takes (free memory before minus after, on this
+// process's own GPU) is registered in the pool's fixed reserve, one entry per
+// communicator, so memory_report() keeps it apart from the plan's buffers.
 #pragma once
 #include <cuda_runtime.h>
 #include <chrono>
 #include <map>
 #include <memory>
 #include <string>
+#include <tensoropt/cuda/memory.cuh>
 #include <tensoropt/cuda/nccl.cuh>
 #include <vector>
 #include "backend.hpp"
@@ -33,10 +39,12 @@ namespace tensoropt::runtime {
 /// The data plane of device buffers over NCCL (see the opening comment).
 class cuda_nccl_data_plane final : public data_plane {
  public:
-  /// Collective over every rank of `c`: joins the world communicator on `device`.
-  cuda_nccl_data_plane(communicator& c, cudaStream_t s, int device, std::chrono::milliseconds timeout)
-      : comm_(c), stream_(s), device_(device), timeout_(timeout),
-        world_(cuda::nccl_communicator::join(c, c.world(), device, "world", timeout)) {}
+  /// Collective over every rank of `c`: joins the world communicator on `device`;
+  /// `pool` (optional): the rank's pool, whose reserve records NCCL's buffers.
+  cuda_nccl_data_plane(communicator& c, cudaStream_t s, int device, std::chrono::milliseconds timeout,
+                       cuda::memory_pool* pool = nullptr)
+      : comm_(c), stream_(s), device_(device), timeout_(timeout), pool_(pool),
+        world_(join(c.world(), "world")) {}
   communicator& control() override { return comm_; }
 
   void exchange(std::span<const outgoing> sends, std::span<const incoming> recvs, const char* what) override {
@@ -102,14 +110,30 @@ class cuda_nccl_data_plane final : public data_plane {
     if (g.size() == std::size_t(comm_.size())) return world_.handle();
     auto it = subs_.find(g);
     if (it == subs_.end())
-      it = subs_.emplace(g, cuda::nccl_communicator::join(comm_, g, device_, "ranks " + describe(g), timeout_)).first;
+      it = subs_.emplace(g, join(g, "ranks " + describe(g))).first;
     return it->second.handle();
+  }
+  /// Joins the communicator of `g`, recording the device memory it took in the reserve.
+  cuda::nccl_communicator join(const group& g, const std::string& name) {
+    const std::size_t before = free_bytes();
+    auto c = cuda::nccl_communicator::join(comm_, g, device_, name, timeout_);
+    const std::size_t after = free_bytes();
+    if (pool_ && before > after) pool_->add_reserve("NCCL communicator " + name, before - after);
+    return c;
+  }
+  std::size_t free_bytes() const {
+    if (!pool_) return 0;
+    cuda::device_guard dg(device_);
+    std::size_t free = 0, total = 0;
+    TENSOROPT_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+    return free;
   }
 
   communicator& comm_;
   cudaStream_t stream_;
   int device_;
   std::chrono::milliseconds timeout_;
+  cuda::memory_pool* pool_;
   cuda::nccl_communicator world_;
   std::map<group, cuda::nccl_communicator> subs_;
 };

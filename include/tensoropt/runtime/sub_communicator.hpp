@@ -39,6 +39,8 @@ class sub_communicator final : public communicator {
   }
   int rank() const override { return rank_; }
   int size() const override { return int(members_.size()); }
+  /// The parent's: a member uses the GPU its rank in the whole run would use.
+  int local_rank() const override { return parent_.local_rank(); }
   void send(int peer, std::span<const float> data, int tag) override { parent_.send(parent_rank(peer), data, tag); }
   void recv(int peer, std::span<float> data, int tag, const std::string& what) override {
     parent_.recv(parent_rank(peer), data, tag, what);
@@ -61,11 +63,20 @@ class sub_communicator final : public communicator {
   }
   const group& members() const { return members_; }
   communicator& parent() { return parent_; }
+  const communicator& parent() const { return parent_; }
 
  private:
   communicator& parent_;
   group members_;
   int rank_ = 0;
 };
+
+/// The communicator `c` is made over: `c` itself, or the root of its parents when it
+/// is a sub-communicator (what kind of ranks these are: threads, processes).
+inline communicator& root_of(communicator& c) {
+  communicator* r = &c;
+  while (auto* s = dynamic_cast<sub_communicator*>(r)) r = &s->parent();
+  return *r;
+}
 
 }  // namespace tensoropt::runtime
