@@ -7,7 +7,9 @@
 // statistics, probabilities and the loss stay fp32, as on the CPU. Buffers the CPU
 // kernels allocate through c.zeros() are allocated here the same way (counted), so
 // the requested-bytes peak of a plan in fp32 is the CPU's; workspaces that the CPU
-// kernels keep in std::vector are scratch (uncounted) here too.
+// kernels keep in std::vector are scratch (uncounted) here too, and the integer state
+// the CPU keeps in op_state::ints (max-pool argmax, MoE routing slots), which its
+// executor charges to the device, is a counted buffer here.
 //
 // Covered here: linear, relu, gelu, dropout, add, concat, layer_norm, embedding,
 // attention and softmax_xent (the MLP and GPT models); conv2d, max/avg pooling,
@@ -22,6 +24,7 @@
 #include <tensoropt/cuda/kernels_attention.cuh>
 #include <tensoropt/cuda/kernels_elementwise.cuh>
 #include <tensoropt/cuda/kernels_embedding.cuh>
+#include <tensoropt/cuda/kernels_linear.cuh>
 #include <tensoropt/cuda/kernels_loss.cuh>
 #include <tensoropt/cuda/kernels_norm.cuh>
 #include <vector>
@@ -29,15 +32,6 @@
 #include "cuda_kernels_cnn.cuh"
 
 namespace tensoropt::runtime::cuda_glue {
-
-template <class T>
-TENSOROPT_KERNEL void column_sum_kernel(const T* dy, T* db, std::int64_t m, std::int64_t n) {
-  const std::int64_t j = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (j >= n) return;
-  float s = 0.f;
-  for (std::int64_t i = 0; i < m; ++i) s += cuda::load(dy[i * n + j]);
-  db[j] = cuda::store<T>(cuda::load(db[j]) + s);
-}
 
 // ---- linear: dims [batch..., contract..., out...] (kernels_dense.hpp's linear_of) ----
 struct linear_geometry {
@@ -52,39 +46,31 @@ inline linear_geometry linear_of(const op_context& c) {
   for (int d = nb; d < nb + nc; ++d) l.bias_here = l.bias_here && c.block(d) == 0;
   return l;
 }
+/// The launchers' geometry of this shard (cuda/kernels_linear.cuh).
+inline cuda::kernels::linear_geometry launch_geometry(const linear_geometry& l) {
+  return {.m = l.m, .k = l.k, .n = l.n, .w_transposed = l.w_transposed};
+}
 inline buffer linear_fwd(op_context& c, in_t in, in_t par, op_state&) {
   const auto l = linear_of(c);
   buffer y = c.zeros(std::size_t(l.m * l.n));
   dispatch(y.type(), [&]<class T>(T) {
-    cuda::gemm_args<T> g{.trans_b = l.w_transposed, .m = l.m, .n = l.n, .k = l.k, .a = in[0]->as<T>(),
-                         .b = par[0]->as<T>(), .c = y.as<T>()};
-    if (l.has_bias && l.bias_here) {
-      g.epilogue = cuda::epilogue::bias;
-      g.bias = par[1]->as<T>();
-    }
-    dev(c).gemm().run(g);
+    cuda::kernels::linear_forward<T>(dev(c).gemm(), launch_geometry(l), in[0]->as<T>(), par[0]->as<T>(),
+                                     l.has_bias && l.bias_here ? par[1]->as<T>() : nullptr, y.as<T>());
   });
   return y;
 }
+// The bias gradient is the launchers' deterministic two-pass column sum (fixed row
+// chunks, then the chunks in order): the same bits on every run, equal to the CPU's
+// row-order sum to rounding.
 inline void linear_bwd(op_context& c, in_t in, in_t par, op_state&, const buffer& dy, std::vector<buffer>& din,
                        std::vector<buffer>& dpar) {
   const auto l = linear_of(c);
-  auto& e = dev(c).gemm();
+  const bool bias = l.has_bias && l.bias_here && l.n > 0;
+  buffer ws = c.be.scratch(bias ? std::size_t(cuda::kernels::column_sums_workspace(l.m, l.n)) : 0, dtype::fp32);
   dispatch(dy.type(), [&]<class T>(T) {
-    if (din[0].size())
-      e.run(cuda::gemm_args<T>{.trans_b = !l.w_transposed, .m = l.m, .n = l.k, .k = l.n, .a = dy.as<T>(),
-                               .b = par[0]->as<T>(), .c = din[0].as<T>()});
-    if (l.w_transposed)
-      e.run(cuda::gemm_args<T>{.trans_a = true, .m = l.n, .n = l.k, .k = l.m, .a = dy.as<T>(), .b = in[0]->as<T>(),
-                               .c = dpar[0].as<T>()});
-    else
-      e.run(cuda::gemm_args<T>{.trans_a = true, .m = l.k, .n = l.n, .k = l.m, .a = in[0]->as<T>(), .b = dy.as<T>(),
-                               .c = dpar[0].as<T>()});
-    if (l.has_bias && l.bias_here && l.n > 0) {
-      column_sum_kernel<T><<<unsigned((l.n + 255) / 256), 256, 0, dev(c).stream()>>>(dy.as<T>(), dpar[1].as<T>(),
-                                                                                      l.m, l.n);
-      TENSOROPT_CUDA_CHECK_LAUNCH();
-    }
+    cuda::kernels::linear_backward<T>(dev(c).gemm(), launch_geometry(l), in[0]->as<T>(), par[0]->as<T>(), dy.as<T>(),
+                                      din[0].size() ? din[0].as<T>() : nullptr, dpar[0].as<T>(),
+                                      bias ? dpar[1].as<T>() : nullptr, bias ? ws.as<float>() : nullptr);
   });
 }
 
