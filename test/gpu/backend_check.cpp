@@ -6,13 +6,16 @@
 //    machine without OpenBLAS):
 //      backend_check --check FILE   runs the same cases on the GPU and compares.
 // Checks (each can fail): fp32 training on the GPU equals the CPU's losses and
-// weights within 1e-4 after 3 steps (MLP, GPT, CNN, MoE; a model whose op kinds
-// lack CUDA kernel glue is reported as not run); fp32 peak requested bytes equal the CPU's
-// within 1 %; 2 and 4 ranks on one GPU equal 1 rank within 1e-5; bf16-mixed
-// training's loss stays within 2 % of fp32 over 20 steps; a rank that skips a
-// collective makes its peer fail with a timeout naming the collective.
+// weights within 1e-4 after 3 steps (MLP, GPT, CNN, MoE, and pipeline plans of MLP
+// and GPT whose stages share the GPU; a model whose op kinds lack CUDA kernel glue
+// fails); fp32 peak requested bytes equal the CPU's within 1 %; 2 and 4 ranks on one
+// GPU equal 1 rank within 1e-5; bf16-mixed training's loss stays within 2 % of fp32
+// over 20 steps (every model); a rank that skips a collective makes its peer fail with
+// a timeout naming the collective; a device that does not exist and a plan that does
+// not fit in the GPU's memory are one-line errors naming the fix.
 // Without a GPU the check exits 77 (skipped). Prints one line per case:
 //   case  result  figure  bound
+#include <tensoropt/runtime/pipeline_trainer.hpp>
 #include <tensoropt/runtime/trainer.hpp>
 #ifdef TENSOROPT_CHECK_CPU
 #include <tensoropt/runtime/cpu_backend.hpp>
@@ -23,6 +26,8 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -37,13 +42,14 @@ struct result {
   std::int64_t peak = 0;  // the most requested bytes of any device in the last step
 };
 
-result train(const to::op_graph& g, const rt::training_plan& plan, int steps, const rt::backend_options& bo) {
+template <class Trainer, class Plan>
+result train_with(const to::op_graph& g, const Plan& plan, int steps, const rt::backend_options& bo) {
   rt::local_world world(int(plan.mesh.devices()), std::chrono::seconds(60));
   rt::optimizer_options adam;
   adam.type = rt::optimizer_options::kind::adam;
   adam.lr = 1e-3f;
   adam.eps = 1e-3f;
-  rt::trainer tr(g, plan, world, adam, 1234, bo);
+  Trainer tr(g, plan, world, adam, 1234, bo);
   result r;
   for (int s = 0; s < steps; ++s) r.losses.push_back(tr.step(make_batch(g, 100 + unsigned(s))));
   for (auto& m : tr.memory()) r.peak = std::max(r.peak, m.peak);
@@ -52,24 +58,36 @@ result train(const to::op_graph& g, const rt::training_plan& plan, int steps, co
   return r;
 }
 
-/// The cases both builds run, by name: (graph, plan, steps).
+/// The cases both builds run, by name: (graph, plan or pipeline plan, steps).
 struct case_t {
   std::string name;
   to::op_graph graph;
   rt::training_plan plan;
   int steps;
+  std::optional<to::pipeline_plan> pipe = {};  // when set, runs instead of `plan`
 };
+result train(const case_t& c, const rt::backend_options& bo) {
+  if (c.pipe) return train_with<rt::pipeline_trainer>(c.graph, *c.pipe, c.steps, bo);
+  return train_with<rt::trainer>(c.graph, c.plan, c.steps, bo);
+}
+to::op_graph graph_of(const std::string& model) {
+  if (model == "mlp") return to::lower<mlp>();
+  if (model == "gpt") return to::lower<gpt>();
+  if (model == "cnn") return to::lower<cnn>();
+  return to::lower<moe>();
+}
 std::vector<case_t> cases() {
   std::vector<case_t> v;
-  auto add = [&](const std::string& model, const to::op_graph& g) {
-    v.push_back({model + ".1rank", g, data_parallel(g, 1), 3});
-    v.push_back({model + ".2rank.tp", g, tensor_parallel(g, 2), 3});
-    v.push_back({model + ".4rank.random", g, random_plan(g, 4, 1), 3});
-  };
-  add("mlp", to::lower<mlp>());
-  add("gpt", to::lower<gpt>());
-  add("cnn", to::lower<cnn>());
-  add("moe", to::lower<moe>());
+  for (const char* model : {"mlp", "gpt", "cnn", "moe"}) {
+    const auto g = graph_of(model);
+    v.push_back({std::string(model) + ".1rank", g, data_parallel(g, 1), 3});
+    v.push_back({std::string(model) + ".2rank.tp", g, tensor_parallel(g, 2), 3});
+    v.push_back({std::string(model) + ".4rank.random", g, random_plan(g, 4, 1), 3});
+  }
+  // pipeline stages on one GPU: each stage's ranks are a sub-communicator of the world
+  const auto m = graph_of("mlp"), t = graph_of("gpt");
+  v.push_back({"mlp.2rank.pp2", m, {}, 3, pipeline_of(m, 2, 2, data_parallel(m, 1, 2))});
+  v.push_back({"gpt.4rank.pp2.dp2", t, {}, 3, pipeline_of(t, 4, 2, data_parallel(t, 2, 2))});
   return v;
 }
 
@@ -116,6 +134,11 @@ std::vector<case_t> cases() {
   return d;
 }
 
+/// 1 GiB of fp32 weights (4 GiB with the gradient and Adam's two moments): more than
+/// the out-of-memory case leaves free.
+using big = to::model<"big", to::shape<to::axis<"b", 8>, to::axis<"i", 16384>>,
+                      to::seq<to::linear<16384, 16384>, to::linear<16384, 8, "c">, to::softmax_cross_entropy<8>>>;
+
 int failures = 0;
 [[maybe_unused]] void row(const std::string& name, const char* verdict, double figure, const std::string& bound) {
   std::printf("%-24s %-8s %12.3g  %s\n", name.c_str(), verdict, figure, bound.c_str());
@@ -123,16 +146,27 @@ int failures = 0;
 }
 
 #ifndef TENSOROPT_CHECK_CPU
-/// Runs f; a case whose model has kernels the CUDA backend lacks is "not run".
+/// Runs f; a case whose model has kernels the CUDA backend lacks fails (every op
+/// kind of the CPU backend has CUDA glue).
 bool runs(const std::string& name, const std::function<void()>& f) {
   try {
     f();
     return true;
   } catch (const to::invalid_argument& e) {
     if (std::string(e.what()).find("no kernel glue") == std::string::npos) throw;
-    row(name, "NOT RUN", 0, "no CUDA kernel glue for this model yet");
+    row(name, "FAIL", 0, std::string("no CUDA kernel glue: ") + e.what());
     return false;
   }
+}
+
+/// The error f throws (to::error), or "" when it throws none.
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const to::error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 int check(const std::string& ref_path) {
@@ -158,25 +192,25 @@ int check(const std::string& ref_path) {
       row(c.name, "FAIL", 0, "no CPU reference for this case");
       continue;
     }
-    if (!runs(c.name, [&] { gpu[c.name] = train(c.graph, c.plan, c.steps, fp32); })) continue;
+    if (!runs(c.name, [&] { gpu[c.name] = train(c, fp32); })) continue;
     const auto& g = gpu[c.name];
     const double d = max_rel(g, it->second);
     row(c.name + " vs cpu", d <= 1e-4 ? "ok" : "FAIL", d, "losses+weights rel <= 1e-4 after 3 steps");
     const double m = std::fabs(double(g.peak) / double(it->second.peak) - 1);
     row(c.name + " memory", m <= 0.01 ? "ok" : "FAIL", m, "peak requested bytes within 1 % of cpu");
     const std::string one = c.name.substr(0, c.name.find('.')) + ".1rank";
-    if (c.name != one && gpu.count(one)) {
+    if (c.name != one && !c.pipe && gpu.count(one)) {
       const double r = max_rel(g, gpu[one]);
       row(c.name + " vs 1rank", r <= 1e-5 ? "ok" : "FAIL", r, "rel <= 1e-5 (ranks on one GPU)");
     }
   }
-  for (const char* model : {"mlp", "gpt"}) {  // bf16-mixed loss curve vs fp32
-    const auto g = std::string(model) == "mlp" ? to::lower<mlp>() : to::lower<gpt>();
+  for (const char* model : {"mlp", "gpt", "cnn", "moe"}) {  // bf16-mixed loss curve vs fp32
+    const auto g = graph_of(model);
     rt::backend_options bf{.kind = "cuda", .prec = to::precisions::bf16_mixed};
     result a, b;
     if (!runs(std::string(model) + ".bf16", [&] {
-          a = train(g, data_parallel(g, 1), 20, fp32);
-          b = train(g, data_parallel(g, 1), 20, bf);
+          a = train_with<rt::trainer>(g, data_parallel(g, 1), 20, fp32);
+          b = train_with<rt::trainer>(g, data_parallel(g, 1), 20, bf);
         }))
       continue;
     double d = 0;
@@ -202,6 +236,42 @@ int check(const std::string& ref_path) {
     const bool ok = what.find("all_reduce") != std::string::npos && what.find("timed out") != std::string::npos;
     row("skipped collective", ok ? "ok" : "FAIL", 0, "error names the collective: " + what.substr(0, 60));
   }
+  {  // a device that does not exist: one line naming the devices there are
+    rt::backend_options far = fp32;
+    far.device = 4096;
+    const std::string what = error_of([&] {
+      rt::local_world w(1);
+      w.run([&](rt::communicator& c) { (void)rt::make_backend(far, c); });
+    });
+    const bool ok = what.find("does not exist") != std::string::npos && what.find("--device 0..") != std::string::npos &&
+                    what.find('\n') == std::string::npos;
+    row("no such device", ok ? "ok" : "FAIL", 0, "one line naming the fix: " + what.substr(0, 60));
+  }
+  {  // a plan that does not fit: another pool holds all but 1-2 GiB of the GPU, and a
+     // model with 4 GiB of weights, gradients and Adam state fails with one line
+     // naming the device, the sizes and the fix
+    rt::local_world w(1);
+    std::unique_ptr<rt::backend> hog;
+    std::vector<rt::buffer> held;
+    w.run([&](rt::communicator& c) {
+      hog = rt::make_backend(fp32, c);
+      try {
+        for (;;) held.push_back(hog->scratch(std::size_t(1) << 28));  // 1 GiB at a time
+      } catch (const to::error&) {
+      }
+      if (!held.empty()) held.pop_back();  // room for the trainer's handles and workspace
+    });
+    const auto g = to::lower<big>();
+    const std::string what = error_of([&] {
+      rt::trainer tr(g, data_parallel(g, 1), w, {}, 1234, fp32);
+      (void)tr.step(make_batch(g, 1));
+    });
+    held.clear();
+    hog.reset();
+    const bool ok = what.find("out of memory") != std::string::npos &&
+                    what.find("needs less memory") != std::string::npos && what.find('\n') == std::string::npos;
+    row("out of memory", ok ? "ok" : "FAIL", 0, "one line naming the fix: " + what.substr(0, 60));
+  }
   std::printf("backend_check: %d failure(s)\n", failures);
   return failures ? 1 : 0;
 }
@@ -215,7 +285,7 @@ int main(int argc, char** argv) {
     if (mode == "--write") {
       std::ofstream out(path);
       if (!out) throw to::invalid_argument("cannot write '" + path + "'");
-      for (const auto& c : cases()) write_result(out, c.name, train(c.graph, c.plan, c.steps, {}));
+      for (const auto& c : cases()) write_result(out, c.name, train(c, {}));
       std::printf("backend_check: wrote the CPU reference of %zu cases to %s\n", cases().size(), path.c_str());
       return 0;
     }

@@ -3,6 +3,7 @@
 // not include the CPU backend.
 #pragma once
 #include <tensoropt/model/model.hpp>
+#include <tensoropt/plan/pipeline_plan.hpp>
 #include <tensoropt/runtime/executor.hpp>
 #include <algorithm>
 #include <cmath>
@@ -116,6 +117,24 @@ inline rt::training_plan random_plan(const to::op_graph& g, int n, unsigned seed
     p.configs.push_back(c);
   }
   return p;
+}
+
+/// p pipeline stages cut at `cuts` (or evenly by op count), with the configs of `inner`
+/// (a plan for one stage's mesh) on n devices and its micro-batch count. Throws
+/// invalid_argument when the plan is malformed for g.
+inline to::pipeline_plan pipeline_of(const to::op_graph& g, int n, int p, const rt::training_plan& inner,
+                                     std::vector<std::size_t> cuts = {}) {
+  to::pipeline_plan pp;
+  pp.degree = p;
+  pp.micro_batches = inner.micro_batches;
+  pp.mesh = to::device_mesh(1, n);
+  pp.configs = inner.configs;
+  if (cuts.empty())
+    for (int s = 0; s < p; ++s) cuts.push_back(std::size_t(s) * g.ops.size() / std::size_t(p));
+  pp.stage_begin = cuts;
+  if (const auto e = to::pipeline_plan_error(pp, g.ops.size()); !e.empty())
+    throw to::invalid_argument("pipeline_of: " + e);
+  return pp;
 }
 
 /// A deterministic batch for graph g: token ids / labels in range, features in [-1, 1).

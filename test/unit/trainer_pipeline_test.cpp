@@ -12,20 +12,10 @@ using namespace rt_test;
 
 namespace {
 
-/// p stages cut at `cuts` (or evenly by op count), with the configs of `inner` (a
-/// plan for one stage's mesh) on n devices and k micro-batches.
+/// p stages cut at `cuts` (or evenly by op count): runtime_model_types.hpp's pipeline_of.
 to::pipeline_plan pipeline(const to::op_graph& g, int n, int p, const rt::training_plan& inner,
                            std::vector<std::size_t> cuts = {}) {
-  to::pipeline_plan pp;
-  pp.degree = p;
-  pp.micro_batches = inner.micro_batches;
-  pp.mesh = to::device_mesh(1, n);
-  pp.configs = inner.configs;
-  if (cuts.empty())
-    for (int s = 0; s < p; ++s) cuts.push_back(std::size_t(s) * g.ops.size() / std::size_t(p));
-  pp.stage_begin = cuts;
-  REQUIRE(to::pipeline_plan_error(pp, g.ops.size()) == "");
-  return pp;
+  return pipeline_of(g, n, p, inner, std::move(cuts));
 }
 
 run_result run_pipeline(const to::op_graph& g, const to::pipeline_plan& pp, int steps) {
