@@ -2,16 +2,19 @@
 // prints tokens/s, model FLOPs utilization and predicted vs measured step time and
 // peak memory. Not a test: figures, with the machine named in the output.
 //
-//   gpu_bench [--precision bf16-mixed|fp32] [--steps N] [--layers L] [--batch B] [--json FILE]
+//   gpu_bench [--precision bf16-mixed|fp32] [--steps N] [--layers 8|2] [--gpu-file FILE] [--json FILE]
 //
 // Model: 8 layers, hidden 2048, 16 heads, seq 2048, vocab 50304, micro-batch 8 (no
 // dropout, as the PyTorch reference bench/gpt_torch.py). Model FLOPs per token =
 // 6 N + 12 L h s (N parameters, L layers, h hidden, s sequence: the matmuls of the
 // forward and backward, and the attention scores and values; no recomputation);
 // MFU = FLOPs per token x tokens/s / 989 TFLOP/s (H100/H200 dense bf16).
-// Predicted figures: the planner's fastest plan on one h200-141gb (cost/device.hpp
-// preset) in the chosen precision; the run uses that plan.
+// Predicted figures: the planner's fastest plan on one GPU in the chosen precision,
+// the GPU being the h200-141gb preset (cost/device.hpp) or, with --gpu-file, the device
+// file gpu_calibrate measured on this machine (tensoropt-device/1 or /2, its GEMM
+// table included); the run uses that plan, and the output names which device it was.
 #include <tensoropt/models/gpt.hpp>
+#include <tensoropt/plan/device_file.hpp>
 #include <tensoropt/plan/planner.hpp>
 #include <tensoropt/runtime/trainer.hpp>
 #include <algorithm>
@@ -29,7 +32,7 @@ namespace {
 constexpr double peak_flops = 989e12;
 
 template <class Model>
-int run(const rt::backend_options& bo, int steps, const std::string& json) {
+int run(const rt::backend_options& bo, int steps, const std::string& json, const std::string& gpu_file) {
   constexpr auto c = Model::config;
   const auto g = to::lower<Model>();
   double params = 0;
@@ -42,7 +45,9 @@ int run(const rt::backend_options& bo, int steps, const std::string& json) {
   po.baselines = false;
   po.micro_batches = {1};
   po.build.prec = bo.prec;
-  const auto cl = to::cluster::single_node(1).gpu(to::gpus::h200_141gb);
+  const auto gpu = gpu_file.empty() ? to::gpus::h200_141gb : to::device_of(to::load_device_file(gpu_file));
+  const std::string gpu_name = gpu_file.empty() ? "h200-141gb preset" : "calibrated: " + gpu_file;
+  const auto cl = to::cluster::single_node(1).gpu(gpu);
   const auto pf = to::plan_frontier(g, cl, po);
   if (pf.points.empty()) {
     std::fprintf(stderr, "gpu_bench: the planner found no plan\n");
@@ -79,7 +84,8 @@ int run(const rt::backend_options& bo, int steps, const std::string& json) {
               flops_per_token / 1e9);
   std::printf("  step %.2f ms (median of %d), %.0f tokens/s, MFU %.1f %% of 989 TFLOP/s; loss %.4f\n", 1e3 * step,
               steps, tps, 100 * mfu, double(loss));
-  std::printf("  predicted step %.2f ms (h200-141gb preset): measured / predicted = %.2f\n", 1e3 * pred, step / pred);
+  std::printf("  predicted step %.2f ms (%s): measured / predicted = %.2f\n", 1e3 * pred, gpu_name.c_str(),
+              step / pred);
   std::printf("  memory: predicted %.0f MiB; requested peak %.0f MiB (%+.1f %%); pool high-water %.0f MiB; "
               "fixed reserve %.0f MiB\n",
               double(pt.memory) / 1048576, double(mem.requested_peak) / 1048576,
@@ -90,7 +96,8 @@ int run(const rt::backend_options& bo, int steps, const std::string& json) {
     o << "{\"precision\": \"" << bo.prec.name << "\", \"step_s\": " << step << ", \"tokens_per_s\": " << tps
       << ", \"mfu\": " << mfu << ", \"predicted_step_s\": " << pred << ", \"predicted_bytes\": " << double(pt.memory)
       << ", \"requested_peak_bytes\": " << mem.requested_peak << ", \"pool_peak_bytes\": " << mem.pool_peak
-      << ", \"reserve_bytes\": " << mem.reserve << ", \"flops_per_token\": " << flops_per_token << "}\n";
+      << ", \"reserve_bytes\": " << mem.reserve << ", \"flops_per_token\": " << flops_per_token
+      << ", \"predicted_with\": \"" << (gpu_file.empty() ? "preset" : "calibrated") << "\"}\n";
   }
   return 0;
 }
@@ -99,7 +106,7 @@ int run(const rt::backend_options& bo, int steps, const std::string& json) {
 int main(int argc, char** argv) {
   rt::backend_options bo{.kind = "cuda", .prec = to::precisions::bf16_mixed};
   int steps = 10, layers = 8;
-  std::string json;
+  std::string json, gpu_file;
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
@@ -111,14 +118,17 @@ int main(int argc, char** argv) {
       else if (a == "--steps") steps = std::max(1, std::stoi(value()));
       else if (a == "--layers") layers = std::stoi(value());
       else if (a == "--json") json = value();
-      else throw to::invalid_argument("unknown option '" + a + "'; use --precision P, --steps N, --layers 8|2, --json FILE");
+      else if (a == "--gpu-file") gpu_file = value();
+      else
+        throw to::invalid_argument("unknown option '" + a +
+                                   "'; use --precision P, --steps N, --layers 8|2, --gpu-file FILE, --json FILE");
     }
     if (layers == 2)  // a quick size for smoke runs
       return run<to::models::gpt<{.layers = 2, .hidden = 2048, .heads = 16, .seq = 2048, .vocab = 50304, .batch = 8,
-                                  .dropout = 0.0}>>(bo, steps, json);
+                                  .dropout = 0.0}>>(bo, steps, json, gpu_file);
     if (layers != 8) throw to::invalid_argument("--layers must be 8 (the bench) or 2 (a smoke run)");
     return run<to::models::gpt<{.layers = 8, .hidden = 2048, .heads = 16, .seq = 2048, .vocab = 50304, .batch = 8,
-                                .dropout = 0.0}>>(bo, steps, json);
+                                .dropout = 0.0}>>(bo, steps, json, gpu_file);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gpu_bench: %s\n", e.what());
     return 1;

@@ -71,7 +71,7 @@ struct train_gpt_options {
   std::string backend = "cpu";
   std::string precision = "fp32";
   std::string plan, save, resume;
-  std::string gpu_file;  ///< a tensoropt-device/1 file: plan and predict for that GPU
+  std::string gpu_file;  ///< a tensoropt-device/2 (or /1) file: plan and predict for that GPU
   bool help = false;
 };
 template <>
@@ -99,7 +99,7 @@ struct to::reflection<train_gpt_options> {
                                         "tensoropt::cuda)").one_of("cpu|cuda").meta("KIND"),
       to::field("precision", &o::precision, "fp32, or bf16 mixed precision (cuda only)")
           .one_of("fp32|bf16-mixed").meta("P"),
-      to::field("gpu-file", &o::gpu_file, "plan and predict for the GPU this tensoropt-device/1 file describes "
+      to::field("gpu-file", &o::gpu_file, "plan and predict for the GPU this tensoropt-device/2 (or /1) file describes "
                                           "(gpu_calibrate writes it on the GPU that runs the job; cuda only)")
           .meta("FILE"),
       to::field("plan", &o::plan, "run this tensoropt-plan/1 file (tensoropt-plan --model SPEC --gpu cpu "

@@ -25,7 +25,7 @@ struct plan_cli {
   std::optional<long> nodes;
   std::optional<long> gpus_per_node;
   std::string gpu;                      ///< empty: the model's default
-  std::string gpu_file;                 ///< a tensoropt-device/1 file (plan/device_file.hpp)
+  std::string gpu_file;                 ///< a tensoropt-device/2 (or /1) file (plan/device_file.hpp)
   bool list_gpus = false;
   std::string precision = "bf16-mixed";
   std::optional<long> batch;            ///< global batch; unset: the model's
@@ -65,7 +65,7 @@ struct reflection<plan_cli> {
       field("gpu", &c::gpu, "device preset (--list-gpus) or a spec gpu:memory-gib=..,bf16-tflops=..,"
                             "fp32-tflops=..,hbm-gbs=..,nvlink-gbs=..,network-gbs=..; default: the model's")
           .meta("NAME|SPEC"),
-      field("gpu-file", &c::gpu_file, "device preset file (tensoropt-device/1, written by gpu_calibrate) "
+      field("gpu-file", &c::gpu_file, "device preset file (tensoropt-device/2 or /1, written by gpu_calibrate) "
                                       "instead of --gpu").meta("FILE"),
       field("list-gpus", &c::list_gpus, "list the device presets"),
       field("precision", &c::precision, "training precision").one_of("fp32|bf16-mixed|bf16").meta("P"),
