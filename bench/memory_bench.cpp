@@ -5,9 +5,9 @@
 //   memory_bench [--model mlp|cnn|moe|gpt|all] [--steps N]
 //
 // Models: the runtime tests' MLP, CNN, MoE and GPT with a global batch of 16, on 1,
-// 2, 3, 4, 5, 6 and 8 devices of one node and on 2 nodes x 2; the planner's
-// frontier with 1 or 2 micro-batches, fp32 Adam, dropout masks regenerated (what
-// the CPU runtime does). Each point trains N steps; its measured peak is the most
+// 2, 3, 4, 5, 6, 7 and 8 devices of one node and on 2 x 2, 2 x 4 and 4 x 2 nodes x
+// devices; the planner's frontier with 1 or 2 micro-batches, fp32 Adam, dropout
+// masks regenerated (what the CPU runtime does). Each point trains N steps; its measured peak is the most
 // any device held (memory_stats, requested bytes) and is held against
 // plan/memory_peak.hpp's replayed peak: target -10 % .. +5 % (measured / predicted
 // - 1). Also printed: the replayed peak over the additive memory the search
@@ -32,7 +32,7 @@ namespace {
 struct mesh_shape {
   int nodes, per;
 };
-constexpr mesh_shape meshes[] = {{1, 1}, {1, 2}, {1, 3}, {1, 4}, {1, 5}, {1, 6}, {1, 8}, {2, 2}};
+constexpr mesh_shape meshes[] = {{1, 1}, {1, 2}, {1, 3}, {1, 4}, {1, 5}, {1, 6}, {1, 7}, {1, 8}, {2, 2}, {2, 4}, {4, 2}};
 
 /// Every point of the frontier of model M on every mesh; returns the misses.
 template <class M>
