@@ -11,10 +11,11 @@
 #   scripts/gpu_check.sh OUTDIR            build (if needed) and run
 #   scripts/gpu_check.sh --build-only      build the bundle (gpu_bundle/) and stop
 #
-# The bundle (gpu_bundle/: binaries, the CPU reference, about 13 MiB) is what travels
+# The bundle (gpu_bundle/: binaries, the CPU reference, 14 MiB; packed as
+# gpu_bundle.tar.xz, 1.7 MiB, which the script unpacks where it finds it) is what travels
 # to a GPU machine that has the CUDA driver, the CUDA 13 runtime libraries, NCCL
 # and PyTorch but no Boost, OpenBLAS, nlohmann_json or doctest; there the script finds
-# the bundle and only runs (gpu_bundle/ is git-ignored: carry it explicitly). Building
+# the bundle and only runs (both are git-ignored: carry one explicitly). Building
 # there instead needs those headers too (the configure requires Boost and
 # nlohmann_json), so carrying the bundle is the way; the script says so when it
 # finds neither a bundle nor what the build needs. The binaries link
@@ -24,9 +25,9 @@
 # TENSOROPT_NCCL_LIBRARY point at a file elsewhere). cuda_libraries checks the
 # loading first, without a device. The summary lists the calibration's GEMM table
 # (the device file's "gemm-shapes", by contraction length).
-# Measured here (no GPU, 2 cores shared with five other builds, load 12): building
-# the bundle from an empty build-gpu/ took 282 s user + 14 s sys (29 min wall); it
-# is 13 MiB stripped (16 MiB before; the CUDA runtime is now linked into each binary).
+# Measured here (no GPU, 2 cores, nothing else running): building the bundle from an
+# empty build-gpu/ with JOBS=2 took 110 s user + 7 s sys (72 s wall); it is 14 MiB
+# stripped (the CUDA runtime is linked into each binary), 1.7 MiB packed.
 set -u -o pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bundle=$here/gpu_bundle
@@ -41,7 +42,7 @@ build_bundle() {
   command -v nvcc >/dev/null || export PATH=/usr/local/cuda/bin:$PATH
   if ! command -v nvcc >/dev/null; then
     echo "gpu_check: no nvcc here and no gpu_bundle/: build the bundle (scripts/gpu_check.sh --build-only) on a" \
-         "machine with the CUDA toolkit, Boost and nlohmann_json, and carry gpu_bundle/ here" >&2
+         "machine with the CUDA toolkit, Boost and nlohmann_json, and carry gpu_bundle/ (or gpu_bundle.tar.xz) here" >&2
     return 3
   fi
   mkdir -p "$b"  # its logs live inside it (build-gpu/ is git-ignored)
@@ -75,7 +76,14 @@ build_bundle() {
     for t in "$bundle"/*; do [ -x "$t" ] && [ "${t%.py}" = "$t" ] && strip "$t"; done
   fi
   du -sh "$bundle" | sed 's/^/gpu_check: bundle /'
+  # the same, packed for carrying (1.7 MiB where the folder is 14 MiB)
+  tar -cJf "$bundle.tar.xz" -C "$here" gpu_bundle && ls -sh "$bundle.tar.xz" | sed 's/^/gpu_check: packed /'
 }
+
+# a carried gpu_bundle.tar.xz unpacks into gpu_bundle/
+if [ ! -x "$bundle/backend_check_cuda" ] && [ -s "$bundle.tar.xz" ] && [ "$out" != "--build-only" ]; then
+  tar -xJf "$bundle.tar.xz" -C "$here" && echo "gpu_check: unpacked $bundle.tar.xz"
+fi
 
 if [ ! -x "$bundle/backend_check_cuda" ] || [ ! -x "$bundle/gpu_calibrate" ] || [ "$out" = "--build-only" ]; then
   echo "gpu_check: building the GPU bundle (nvcc, sm_90) and the CPU reference"
