@@ -31,6 +31,10 @@ if(TARGET tensoropt::runtime)
                  COMMAND train_gpt --steps 25 --model gpt:layers=4,hidden=64,heads=4,seq=32,vocab=64,batch=8
                          --strategy pp=2,tp=2 --micro-batches 4)
         set_tests_properties(example.train_gpt_pipeline PROPERTIES TIMEOUT 120 LABELS example)
+        # predicted vs measured memory of five frontier points; the exit status follows the table
+        add_test(NAME example.train_gpt_compare
+                 COMMAND ${CMAKE_COMMAND} -DTRAIN=$<TARGET_FILE:train_gpt> -P ${CMAKE_CURRENT_LIST_DIR}/check_compare.cmake)
+        set_tests_properties(example.train_gpt_compare PROPERTIES TIMEOUT 150 LABELS example)
       endif()
       if(TARGET MPI::MPI_CXX)
         add_test(NAME example.${ex}_mpi
