@@ -79,12 +79,18 @@ struct candidate {
   std::int32_t ta = -1, tb = -1;
 };
 
-constexpr bool memory_then_time(const candidate& x, const candidate& y) {
-  if (x.memory != y.memory) return x.memory < y.memory;
-  if (x.time != y.time) return x.time < y.time;
-  if (x.ta != y.ta) return x.ta < y.ta;
-  return x.tb < y.tb;
-}
+/// The candidates' total order: memory, then time, then tags. A function object, not a
+/// function, so that std::sort inlines it (through a function pointer the comparisons
+/// were 13 % of an inception-v3 search and the sort around them 8 %, perf).
+struct memory_then_time_order {
+  constexpr bool operator()(const candidate& x, const candidate& y) const {
+    if (x.memory != y.memory) return x.memory < y.memory;
+    if (x.time != y.time) return x.time < y.time;
+    if (x.ta != y.ta) return x.ta < y.ta;
+    return x.tb < y.tb;
+  }
+};
+inline constexpr memory_then_time_order memory_then_time{};
 
 /// Sorts `c` and keeps the non-dominated candidates in place (first of equal costs).
 constexpr void pareto_filter(std::vector<candidate>& c) {

@@ -26,9 +26,63 @@ constexpr void add_tag(candidate& c, std::int32_t x, trace& t) {
   else { c.ta = t.join(c.ta, c.tb); c.tb = x; }
 }
 
+// out := prune(a (+) p[0, n)) of two staircases (memory ascending, time strictly
+// descending), each kept sum with ta = its index in a, tb = its index in p: the sums of
+// pareto_filter over all |a| n of them, the same ones (ties of cost go to the least (ta,
+// tb), as its sort orders them), by a heap merge of the rows a_i + p in that total order.
+// A popped sum is kept when it beats the last kept time; a row then jumps (binary search,
+// p's times decrease) to its first sum that could beat it, so the merge touches the sums
+// near the staircase only. The sort of every sum it replaces was 23 % of an inception-v3
+// search (perf).
+struct indexed_sum {
+  struct head {
+    cost_t memory, time;
+    std::int32_t i, j;
+  };
+  struct later {
+    constexpr bool operator()(const head& x, const head& y) const {
+      if (x.memory != y.memory) return x.memory > y.memory;
+      if (x.time != y.time) return x.time > y.time;
+      return x.i != y.i ? x.i > y.i : x.j > y.j;
+    }
+  };
+  std::vector<head> heap;
+
+  constexpr void run(const std::vector<candidate>& a, const frontier::point* p, std::size_t n,
+                     std::vector<candidate>& out) {
+    out.clear();
+    heap.clear();
+    if (a.empty() || n == 0) return;
+    auto first_of = [&](std::size_t i) { return head{a[i].memory + p[0].memory, a[i].time + p[0].time, std::int32_t(i), 0}; };
+    std::size_t next_row = 0;
+    while (next_row < a.size() || !heap.empty()) {
+      head h;
+      if (next_row < a.size() && (heap.empty() || !later{}(first_of(next_row), heap.front()))) {
+        h = first_of(next_row++);
+      } else {
+        std::pop_heap(heap.begin(), heap.end(), later{});
+        h = heap.back();
+        heap.pop_back();
+      }
+      if (out.empty() || h.time < out.back().time) out.push_back({h.time, h.memory, h.i, h.j});
+      const cost_t at = a[std::size_t(h.i)].time, best = out.back().time;
+      std::size_t lo = std::size_t(h.j) + 1, hi = n;
+      while (lo < hi) {
+        const std::size_t mid = lo + (hi - lo) / 2;
+        if (at + p[mid].time < best) hi = mid;
+        else lo = mid + 1;
+      }
+      if (lo < n) {
+        heap.push_back({a[std::size_t(h.i)].memory + p[lo].memory, at + p[lo].time, h.i, std::int32_t(lo)});
+        std::push_heap(heap.begin(), heap.end(), later{});
+      }
+    }
+  }
+};
+
 // cur := prune(cur (+) span); joins tags only for the survivors.
 constexpr void add_span(std::vector<candidate>& cur, const frontier::point* p, std::size_t n,
-                        std::vector<candidate>& tmp, trace& t) {
+                        std::vector<candidate>& tmp, indexed_sum& sum, trace& t) {
   if (n == 1) {
     for (auto& c : cur) {
       c.time += p->time;
@@ -37,12 +91,7 @@ constexpr void add_span(std::vector<candidate>& cur, const frontier::point* p, s
     }
     return;
   }
-  tmp.clear();
-  for (std::size_t i = 0; i < cur.size(); ++i)
-    for (std::size_t j = 0; j < n; ++j)
-      tmp.push_back({cur[i].time + p[j].time, cur[i].memory + p[j].memory, std::int32_t(i),
-                     std::int32_t(j)});
-  pareto_filter(tmp);
+  sum.run(cur, p, n, tmp);
   for (auto& c : tmp) {
     candidate x = cur[std::size_t(c.ta)];
     add_tag(x, p[std::size_t(c.tb)].tag, t);
@@ -78,11 +127,34 @@ struct merge_item {
   std::uint32_t row = 0, j = 0;
 };
 
+// A total order (memory, time, then row and position), so the merge pops points in one
+// order whatever the heap's layout: which of two equal-cost points is kept does not
+// depend on how the heap was updated.
 struct heap_after {  // a function object, so that the heap's comparisons inline
   constexpr bool operator()(const merge_item& x, const merge_item& y) const {
-    return x.memory != y.memory ? x.memory > y.memory : x.time > y.time;
+    if (x.memory != y.memory) return x.memory > y.memory;
+    if (x.time != y.time) return x.time > y.time;
+    return x.row != y.row ? x.row > y.row : x.j > y.j;
   }
 };
+
+/// Restores the heap order of `h` (a max-heap under `after`, i.e. its front is the first
+/// item) after its front was replaced: one sift-down, where pop_heap then push_heap would
+/// sift twice. The merge replaces its front this way whenever the row it popped goes on.
+constexpr void replace_front(std::vector<merge_item>& h) {
+  const std::size_t n = h.size();
+  std::size_t i = 0;
+  const merge_item x = h[0];
+  for (;;) {
+    std::size_t c = 2 * i + 1;
+    if (c >= n) break;
+    if (c + 1 < n && heap_after{}(h[c], h[c + 1])) ++c;
+    if (!heap_after{}(x, h[c])) break;
+    h[i] = h[c];
+    i = c;
+  }
+  h[i] = x;
+}
 
 struct cell_merger {
   std::vector<span> spans;     // filled by the caller for each cv, one per factor
@@ -91,6 +163,7 @@ struct cell_merger {
   std::vector<merge_item> heap, out, pending;
   std::vector<frontier::point> pool;
   std::vector<candidate> cur, tmp;
+  indexed_sum sum;
 
   constexpr void begin(std::size_t dv) {
     plans.assign(dv, cv_plan{});
@@ -123,7 +196,7 @@ struct cell_merger {
     if (multi >= 2) {  // materialize the product of every span but S
       cur.assign(1, candidate{0, 0, -1, -1});
       for (std::size_t f = 0; f < spans.size(); ++f)
-        if (int(f) != sf) add_span(cur, spans[f].p, spans[f].n, tmp, t);
+        if (int(f) != sf) add_span(cur, spans[f].p, spans[f].n, tmp, sum, t);
       pl.explicit_a = true;
       pl.a_off = pool.size();
       for (auto& c : cur) pool.push_back({c.time, c.memory, t.join(c.ta, c.tb)});
@@ -170,13 +243,9 @@ struct cell_merger {
     auto beats = [&](cost_t t) { return !any || (delta > 0 ? f * double(t) < double(best) : t < best); };
     while (np < pending.size() || !heap.empty()) {
       merge_item x;
-      if (np < pending.size() && (heap.empty() || !heap_after{}(pending[np], heap.front()))) {
-        x = pending[np++];
-      } else {
-        std::pop_heap(heap.begin(), heap.end(), heap_after{});
-        x = heap.back();
-        heap.pop_back();
-      }
+      const bool from_heap = !(np < pending.size() && (heap.empty() || !heap_after{}(pending[np], heap.front())));
+      if (!from_heap) x = pending[np++];
+      else x = heap.front();  // replaced by its row's next point, or popped, below
       if (x.memory > limit) break;
       const merge_row& row = rows[x.row];
       const span& s = plans[row.cv].s;
@@ -195,8 +264,18 @@ struct cell_merger {
         }
         next = lo;
       }
-      if (next < s.n) {
-        heap.push_back({row.memory + s.p[next].memory, row.time + s.p[next].time, x.row, std::uint32_t(next)});
+      const bool goes_on = next < s.n;
+      const merge_item y =
+          goes_on ? merge_item{row.memory + s.p[next].memory, row.time + s.p[next].time, x.row, std::uint32_t(next)}
+                  : merge_item{};
+      if (from_heap && goes_on) {
+        heap.front() = y;
+        replace_front(heap);
+      } else if (from_heap) {
+        std::pop_heap(heap.begin(), heap.end(), heap_after{});
+        heap.pop_back();
+      } else if (goes_on) {
+        heap.push_back(y);
         std::push_heap(heap.begin(), heap.end(), heap_after{});
       }
     }
