@@ -15,6 +15,7 @@
 #include <limits>
 #include <vector>
 #include "../frontier.hpp"
+#include "heap_front.hpp"
 
 namespace tensoropt::detail {
 
@@ -138,24 +139,6 @@ struct heap_after {  // a function object, so that the heap's comparisons inline
   }
 };
 
-/// Restores the heap order of `h` (a max-heap under `after`, i.e. its front is the first
-/// item) after its front was replaced: one sift-down, where pop_heap then push_heap would
-/// sift twice. The merge replaces its front this way whenever the row it popped goes on.
-constexpr void replace_front(std::vector<merge_item>& h) {
-  const std::size_t n = h.size();
-  std::size_t i = 0;
-  const merge_item x = h[0];
-  for (;;) {
-    std::size_t c = 2 * i + 1;
-    if (c >= n) break;
-    if (c + 1 < n && heap_after{}(h[c], h[c + 1])) ++c;
-    if (!heap_after{}(x, h[c])) break;
-    h[i] = h[c];
-    i = c;
-  }
-  h[i] = x;
-}
-
 struct cell_merger {
   std::vector<span> spans;     // filled by the caller for each cv, one per factor
   std::vector<cv_plan> plans;
@@ -270,7 +253,7 @@ struct cell_merger {
                   : merge_item{};
       if (from_heap && goes_on) {
         heap.front() = y;
-        replace_front(heap);
+        replace_heap_front(heap, heap_after{});
       } else if (from_heap) {
         std::pop_heap(heap.begin(), heap.end(), heap_after{});
         heap.pop_back();

@@ -20,6 +20,7 @@
 #include <limits>
 #include <vector>
 #include "../frontier.hpp"
+#include "heap_front.hpp"
 
 namespace tensoropt::detail {
 
@@ -71,7 +72,12 @@ inline std::vector<candidate> sum_with_provenance(const std::vector<candidate>& 
   std::vector<candidate> out;
   if (a.empty() || b.empty()) return out;
   struct head { cost_t memory, time; std::int32_t i, j; };
-  auto later = [](const head& x, const head& y) { return x.memory != y.memory ? x.memory > y.memory : x.time > y.time; };
+  // a total order (ties by row and position), so the pops do not depend on the heap's layout
+  auto later = [](const head& x, const head& y) {
+    if (x.memory != y.memory) return x.memory > y.memory;
+    if (x.time != y.time) return x.time > y.time;
+    return x.i != y.i ? x.i > y.i : x.j > y.j;
+  };
   // a square (a and b one staircase): a_i + a_j = a_j + a_i, so row i starts at j = i
   const bool square = &a == &b;
   // Row i's first sum (a_i + b_0, or a_i + a_i) has more memory than row i - 1's (a is a
@@ -88,13 +94,9 @@ inline std::vector<candidate> sum_with_provenance(const std::vector<candidate>& 
   auto covered = [&](cost_t t) { return !out.empty() && double(out.back().time) <= f * double(t); };
   while (next_row < a.size() || !heap.empty()) {
     head h;
-    if (next_row < a.size() && (heap.empty() || !later(first_of(next_row), heap.front()))) {
-      h = first_of(next_row++);
-    } else {
-      std::pop_heap(heap.begin(), heap.end(), later);
-      h = heap.back();
-      heap.pop_back();
-    }
+    const bool from_heap = !(next_row < a.size() && (heap.empty() || !later(first_of(next_row), heap.front())));
+    if (!from_heap) h = first_of(next_row++);
+    else h = heap.front();  // replaced by its row's next sum, or popped, below
     if (h.memory > limit) break;
     // the filter's bound at h.memory also bounds the later sums of row i (more memory)
     const cost_t fb = filter.bound(h.memory);
@@ -111,8 +113,17 @@ inline std::vector<candidate> sum_with_provenance(const std::vector<candidate>& 
       else hi = mid;
     }
     if (lo < b.size()) {
-      heap.push_back({a[std::size_t(h.i)].memory + b[lo].memory, at + b[lo].time, h.i, std::int32_t(lo)});
-      std::push_heap(heap.begin(), heap.end(), later);
+      const head y{a[std::size_t(h.i)].memory + b[lo].memory, at + b[lo].time, h.i, std::int32_t(lo)};
+      if (from_heap) {
+        heap.front() = y;
+        replace_heap_front(heap, later);
+      } else {
+        heap.push_back(y);
+        std::push_heap(heap.begin(), heap.end(), later);
+      }
+    } else if (from_heap) {
+      std::pop_heap(heap.begin(), heap.end(), later);
+      heap.pop_back();
     }
   }
   return out;

@@ -1,0 +1,30 @@
+// Replacing a heap's front in one sift: the merges of detail/cell_merge.hpp and
+// detail/staircase_sum.hpp pop a row's sum and, most of the time, push the same row's
+// next one; std::pop_heap then std::push_heap sifts twice (pop_heap walks the hole down
+// to a leaf and back up), this sifts the new front down once and stops where it belongs.
+#pragma once
+#include <cstddef>
+#include <vector>
+
+namespace tensoropt::detail {
+
+/// Restores the heap order of `h` (a heap under `comp` as std::push_heap keeps it, whose
+/// front std::pop_heap would take next) after its front was overwritten.
+template <class T, class Comp>
+constexpr void replace_heap_front(std::vector<T>& h, Comp comp) {
+  const std::size_t n = h.size();
+  if (n == 0) return;
+  const T x = h[0];
+  std::size_t i = 0;
+  for (;;) {
+    std::size_t c = 2 * i + 1;
+    if (c >= n) break;
+    if (c + 1 < n && comp(h[c], h[c + 1])) ++c;
+    if (!comp(x, h[c])) break;
+    h[i] = h[c];
+    i = c;
+  }
+  h[i] = x;
+}
+
+}  // namespace tensoropt::detail
