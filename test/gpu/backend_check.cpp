@@ -243,8 +243,8 @@ int check(const std::string& ref_path) {
       rt::local_world w(1);
       w.run([&](rt::communicator& c) { (void)rt::make_backend(far, c); });
     });
-    const bool ok = what.find("does not exist") != std::string::npos && what.find("--device 0..") != std::string::npos &&
-                    what.find('\n') == std::string::npos;
+    const bool ok = what.find("does not exist") != std::string::npos &&
+                    what.find("--device 0..") != std::string::npos && what.find('\n') == std::string::npos;
     row("no such device", ok ? "ok" : "FAIL", 0, "one line naming the fix: " + what.substr(0, 60));
   }
   {  // a plan that does not fit: another pool holds all but 2-3 GiB of the GPU, and a

@@ -193,16 +193,15 @@ class cuda_local_data_plane final : public data_plane {
         };
         while (find() == box_->posts.end())
           if (!wait_step(lk, deadline, what, g) && find() == box_->posts.end())
-            throw runtime_error(std::string(what) + " over ranks " + describe(g) + " on rank " + std::to_string(me) +
-                                ": timed out after " + std::to_string(timeout_.count()) + " ms waiting for rank " +
-                                std::to_string(r.peer) + " (device data plane)");
+            throw runtime_error(where(what, g) + ": timed out after " + std::to_string(timeout_.count()) +
+                                " ms waiting for rank " + std::to_string(r.peer) + " (device data plane)");
         auto it = find();
         p = *it;
         box_->posts.erase(it);
       }
       if (p->bytes != r.data->bytes())
-        throw runtime_error(std::string(what) + " over ranks " + describe(g) + " on rank " + std::to_string(me) + ": rank " + std::to_string(r.peer) +
-                            " sent " + std::to_string(p->bytes) + " bytes, expected " +
+        throw runtime_error(where(what, g) + ": rank " + std::to_string(r.peer) + " sent " +
+                            std::to_string(p->bytes) + " bytes, expected " +
                             std::to_string(r.data->bytes()) + " (the devices are not running the same program)");
       TENSOROPT_CUDA_CHECK(cudaStreamWaitEvent(stream_, p->ready, 0));
       if (p->bytes)
@@ -223,9 +222,8 @@ class cuda_local_data_plane final : public data_plane {
         std::unique_lock lk(box_->mu);
         while (!p->done)
           if (!wait_step(lk, deadline, what, g) && !p->done)
-            throw runtime_error(std::string(what) + " over ranks " + describe(g) + " on rank " + std::to_string(me) +
-                                ": timed out after " + std::to_string(timeout_.count()) + " ms: rank " +
-                                std::to_string(p->to) + " did not take its message (device data plane)");
+            throw runtime_error(where(what, g) + ": timed out after " + std::to_string(timeout_.count()) +
+                                " ms: rank " + std::to_string(p->to) + " did not take its message (device data plane)");
       }
       TENSOROPT_CUDA_CHECK(cudaStreamWaitEvent(stream_, p->taken, 0));
       (void)cudaEventDestroy(p->ready);
@@ -238,10 +236,13 @@ class cuda_local_data_plane final : public data_plane {
   bool wait_step(std::unique_lock<std::mutex>& lk, std::chrono::steady_clock::time_point deadline, const char* what,
                  const group& g) {
     if (comm_.aborted())
-      throw runtime_error(std::string(what) + " over ranks " + describe(g) + " on rank " +
-                          std::to_string(comm_.rank()) + ": aborted because another rank failed (device data plane)");
+      throw runtime_error(where(what, g) + ": aborted because another rank failed (device data plane)");
     const auto slice = std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(20));
     return box_->cv.wait_until(lk, slice) == std::cv_status::no_timeout || std::chrono::steady_clock::now() < deadline;
+  }
+  /// "WHAT over ranks {..} on rank r": how this plane's errors begin.
+  std::string where(const char* what, const group& g) const {
+    return std::string(what) + " over ranks " + describe(g) + " on rank " + std::to_string(comm_.rank());
   }
   /// Staging: uncounted device memory from the rank's pool.
   buffer scratch(std::size_t n, dtype t) { return be_.scratch(n, t); }

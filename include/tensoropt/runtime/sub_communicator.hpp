@@ -63,7 +63,6 @@ class sub_communicator final : public communicator {
   }
   const group& members() const { return members_; }
   communicator& parent() { return parent_; }
-  const communicator& parent() const { return parent_; }
 
  private:
   communicator& parent_;

@@ -16,6 +16,7 @@
 #include <vector>
 #include "../frontier.hpp"
 #include "heap_front.hpp"
+#include "staircase_sum.hpp"
 
 namespace tensoropt::detail {
 
@@ -27,63 +28,12 @@ constexpr void add_tag(candidate& c, std::int32_t x, trace& t) {
   else { c.ta = t.join(c.ta, c.tb); c.tb = x; }
 }
 
-// out := prune(a (+) p[0, n)) of two staircases (memory ascending, time strictly
-// descending), each kept sum with ta = its index in a, tb = its index in p: the sums of
-// pareto_filter over all |a| n of them, the same ones (ties of cost go to the least (ta,
-// tb), as its sort orders them), by a heap merge of the rows a_i + p in that total order.
-// A popped sum is kept when it beats the last kept time; a row then jumps (binary search,
-// p's times decrease) to its first sum that could beat it, so the merge touches the sums
-// near the staircase only. The sort of every sum it replaces was 23 % of an inception-v3
-// search (perf).
-struct indexed_sum {
-  struct head {
-    cost_t memory, time;
-    std::int32_t i, j;
-  };
-  struct later {
-    constexpr bool operator()(const head& x, const head& y) const {
-      if (x.memory != y.memory) return x.memory > y.memory;
-      if (x.time != y.time) return x.time > y.time;
-      return x.i != y.i ? x.i > y.i : x.j > y.j;
-    }
-  };
-  std::vector<head> heap;
-
-  constexpr void run(const std::vector<candidate>& a, const frontier::point* p, std::size_t n,
-                     std::vector<candidate>& out) {
-    out.clear();
-    heap.clear();
-    if (a.empty() || n == 0) return;
-    auto first_of = [&](std::size_t i) { return head{a[i].memory + p[0].memory, a[i].time + p[0].time, std::int32_t(i), 0}; };
-    std::size_t next_row = 0;
-    while (next_row < a.size() || !heap.empty()) {
-      head h;
-      if (next_row < a.size() && (heap.empty() || !later{}(first_of(next_row), heap.front()))) {
-        h = first_of(next_row++);
-      } else {
-        std::pop_heap(heap.begin(), heap.end(), later{});
-        h = heap.back();
-        heap.pop_back();
-      }
-      if (out.empty() || h.time < out.back().time) out.push_back({h.time, h.memory, h.i, h.j});
-      const cost_t at = a[std::size_t(h.i)].time, best = out.back().time;
-      std::size_t lo = std::size_t(h.j) + 1, hi = n;
-      while (lo < hi) {
-        const std::size_t mid = lo + (hi - lo) / 2;
-        if (at + p[mid].time < best) hi = mid;
-        else lo = mid + 1;
-      }
-      if (lo < n) {
-        heap.push_back({a[std::size_t(h.i)].memory + p[lo].memory, at + p[lo].time, h.i, std::int32_t(lo)});
-        std::push_heap(heap.begin(), heap.end(), later{});
-      }
-    }
-  }
-};
-
-// cur := prune(cur (+) span); joins tags only for the survivors.
+// cur := prune(cur (+) span); joins tags only for the survivors. The pruned sum is
+// staircase_sum.hpp's heap merge (ta, tb: indices into cur and the span), which keeps
+// the sums pareto_filter would keep of all |cur| n, ties included (its order is total);
+// sorting every sum instead was 23 % of an inception-v3 search (perf). `span` is scratch.
 constexpr void add_span(std::vector<candidate>& cur, const frontier::point* p, std::size_t n,
-                        std::vector<candidate>& tmp, indexed_sum& sum, trace& t) {
+                        std::vector<candidate>& tmp, std::vector<candidate>& span, trace& t) {
   if (n == 1) {
     for (auto& c : cur) {
       c.time += p->time;
@@ -92,7 +42,9 @@ constexpr void add_span(std::vector<candidate>& cur, const frontier::point* p, s
     }
     return;
   }
-  sum.run(cur, p, n, tmp);
+  span.clear();
+  for (std::size_t j = 0; j < n; ++j) span.push_back({p[j].time, p[j].memory, -1, -1});
+  tmp = sum_with_provenance(cur, span, 0, std::numeric_limits<cost_t>::max());
   for (auto& c : tmp) {
     candidate x = cur[std::size_t(c.ta)];
     add_tag(x, p[std::size_t(c.tb)].tag, t);
@@ -145,8 +97,7 @@ struct cell_merger {
   std::vector<merge_row> rows;
   std::vector<merge_item> heap, out, pending;
   std::vector<frontier::point> pool;
-  std::vector<candidate> cur, tmp;
-  indexed_sum sum;
+  std::vector<candidate> cur, tmp, span_copy;
 
   constexpr void begin(std::size_t dv) {
     plans.assign(dv, cv_plan{});
@@ -179,7 +130,7 @@ struct cell_merger {
     if (multi >= 2) {  // materialize the product of every span but S
       cur.assign(1, candidate{0, 0, -1, -1});
       for (std::size_t f = 0; f < spans.size(); ++f)
-        if (int(f) != sf) add_span(cur, spans[f].p, spans[f].n, tmp, sum, t);
+        if (int(f) != sf) add_span(cur, spans[f].p, spans[f].n, tmp, span_copy, t);
       pl.explicit_a = true;
       pl.a_off = pool.size();
       for (auto& c : cur) pool.push_back({c.time, c.memory, t.join(c.ta, c.tb)});
@@ -248,19 +199,9 @@ struct cell_merger {
         next = lo;
       }
       const bool goes_on = next < s.n;
-      const merge_item y =
-          goes_on ? merge_item{row.memory + s.p[next].memory, row.time + s.p[next].time, x.row, std::uint32_t(next)}
-                  : merge_item{};
-      if (from_heap && goes_on) {
-        heap.front() = y;
-        replace_heap_front(heap, heap_after{});
-      } else if (from_heap) {
-        std::pop_heap(heap.begin(), heap.end(), heap_after{});
-        heap.pop_back();
-      } else if (goes_on) {
-        heap.push_back(y);
-        std::push_heap(heap.begin(), heap.end(), heap_after{});
-      }
+      merge_item y{};
+      if (goes_on) y = {row.memory + s.p[next].memory, row.time + s.p[next].time, x.row, std::uint32_t(next)};
+      advance_rows(heap, heap_after{}, from_heap, goes_on ? &y : nullptr);
     }
   }
 };

@@ -3,6 +3,7 @@
 // next one; std::pop_heap then std::push_heap sifts twice (pop_heap walks the hole down
 // to a leaf and back up), this sifts the new front down once and stops where it belongs.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
@@ -25,6 +26,23 @@ constexpr void replace_heap_front(std::vector<T>& h, Comp comp) {
     i = c;
   }
   h[i] = x;
+}
+
+/// One step of a row merge: the item just taken came from the heap's front (`from_heap`)
+/// or from outside it (a row entering the merge); `next` (null: the row has ended) is that
+/// row's next item. Replaces the front in one sift, pops it, or pushes `next`.
+template <class T, class Comp>
+constexpr void advance_rows(std::vector<T>& h, Comp comp, bool from_heap, const T* next) {
+  if (from_heap && next) {
+    h.front() = *next;
+    replace_heap_front(h, comp);
+  } else if (from_heap) {
+    std::pop_heap(h.begin(), h.end(), comp);
+    h.pop_back();
+  } else if (next) {
+    h.push_back(*next);
+    std::push_heap(h.begin(), h.end(), comp);
+  }
 }
 
 }  // namespace tensoropt::detail

@@ -51,7 +51,7 @@ struct dominance_filter {
   const std::vector<candidate>* u = nullptr;
   cost_t off_time = 0, off_memory = 0;
   /// The least time a sum at memory m must beat (max when nothing bounds it).
-  cost_t bound(cost_t m) const {
+  constexpr cost_t bound(cost_t m) const {
     if (!u || u->empty()) return std::numeric_limits<cost_t>::max();
     auto it = std::upper_bound(u->begin(), u->end(), m + off_memory,
                                [](cost_t x, const candidate& c) { return x < c.memory; });
@@ -67,7 +67,7 @@ struct dominance_filter {
 /// A square (one staircase passed as both operands, as the powering's doublings do)
 /// merges only the sums a_i + a_j with j >= i: the others repeat them. Sums that `filter`
 /// drops are skipped the same way (a row jumps past them).
-inline std::vector<candidate> sum_with_provenance(const std::vector<candidate>& a, const std::vector<candidate>& b,
+constexpr std::vector<candidate> sum_with_provenance(const std::vector<candidate>& a, const std::vector<candidate>& b,
                                                   double delta, cost_t limit, const dominance_filter& filter = {}) {
   std::vector<candidate> out;
   if (a.empty() || b.empty()) return out;
@@ -112,19 +112,10 @@ inline std::vector<candidate> sum_with_provenance(const std::vector<candidate>& 
         lo = mid + 1;
       else hi = mid;
     }
-    if (lo < b.size()) {
-      const head y{a[std::size_t(h.i)].memory + b[lo].memory, at + b[lo].time, h.i, std::int32_t(lo)};
-      if (from_heap) {
-        heap.front() = y;
-        replace_heap_front(heap, later);
-      } else {
-        heap.push_back(y);
-        std::push_heap(heap.begin(), heap.end(), later);
-      }
-    } else if (from_heap) {
-      std::pop_heap(heap.begin(), heap.end(), later);
-      heap.pop_back();
-    }
+    const bool goes_on = lo < b.size();
+    head y{};
+    if (goes_on) y = {a[std::size_t(h.i)].memory + b[lo].memory, at + b[lo].time, h.i, std::int32_t(lo)};
+    advance_rows(heap, later, from_heap, goes_on ? &y : nullptr);
   }
   return out;
 }
