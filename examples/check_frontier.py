@@ -5,7 +5,7 @@ check, independent of the library.
 
 usage: check_frontier.py FRONTIER PROBLEM [K]
 
-FRONTIER is a tensoropt-frontier/1 or /2 file. PROBLEM is a tensoropt-problem/1 file (the
+FRONTIER is a tensoropt-frontier/1 or /2 file. PROBLEM is a tensoropt-problem/1 or /2 file (the
 points of K micro-batches are checked, K defaulting to the count of the first point) or a
 tensoropt-pipeline-problem/1 file (every point is checked). Times are read as integer
 picoseconds (round(seconds x 1e12)), as the library stores them, so every sum is exact.
@@ -57,7 +57,7 @@ def main(argv):
         print(f"check_frontier: {argv[1]}: unknown format {frontier.get('format')!r}", file=sys.stderr)
         return 1
     piped = problem.get("format") == "tensoropt-pipeline-problem/1"
-    if not piped and problem.get("format") != "tensoropt-problem/1":
+    if not piped and problem.get("format") not in ("tensoropt-problem/1", "tensoropt-problem/2"):
         print(f"check_frontier: {argv[2]}: unknown format {problem.get('format')!r}", file=sys.stderr)
         return 1
     points = frontier["points"]

@@ -95,4 +95,44 @@ execute_process(COMMAND ${PLAN} --solve ${OUT}/problem.json --micro-batches 4 --
 if(rc EQUAL 0 OR NOT err5 MATCHES "--memory-budget.*(is too large|expected a number in)")
   message(FATAL_ERROR "--memory-budget 1e10 was not refused (${rc}):\n${out5}\n${err5}")
 endif()
+# Repeated blocks in the problem file: the MLP's repeat<> is declared (tensoropt-problem/2),
+# and --solve --mode fast composes it by powering to the planner's fast-mode frontier.
+file(READ ${OUT}/problem.json pj)
+string(JSON pfmt GET "${pj}" format)
+string(JSON nrep ERROR_VARIABLE rerr LENGTH "${pj}" repeats)
+if(NOT pfmt STREQUAL "tensoropt-problem/2" OR rerr OR nrep LESS 1)
+  message(FATAL_ERROR "the problem file declares no repeated block: format '${pfmt}', repeats '${nrep}' ${rerr}")
+endif()
+execute_process(COMMAND ${PLAN} --model mlp --devices 4 --micro-batches 4 --mode fast --quiet --no-baselines
+                        --frontier-json ${OUT}/fast.json --problem-json ${OUT}/fast_problem.json
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out6 ERROR_VARIABLE err6)
+if(NOT rc EQUAL 0 OR NOT out6 MATCHES "fast mode")
+  message(FATAL_ERROR "tensoropt-plan --mode fast failed (${rc}):\n${out6}\n${err6}")
+endif()
+execute_process(COMMAND ${PLAN} --solve ${OUT}/fast_problem.json --mode fast --micro-batches 4
+                        --frontier-json ${OUT}/fast_resolved.json
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out7 ERROR_VARIABLE err7)
+if(NOT rc EQUAL 0 OR NOT out7 MATCHES "search: fast mode: one layout at every boundary between the [0-9]+ identical"
+   OR NOT out7 MATCHES "weighted-sum optima")
+  message(FATAL_ERROR "--solve --mode fast failed or did not say what it restricted (${rc}):\n${out7}\n${err7}")
+endif()
+file(READ ${OUT}/fast.json ffj)
+file(READ ${OUT}/fast_resolved.json frj)
+expect_equal_costs("${ffj}" "the planner's fast mode" "${frj}" "--solve --mode fast")
+execute_process(COMMAND ${PLAN} --check-frontier ${OUT}/fast_resolved.json --problem-json ${OUT}/fast_problem.json
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out8 ERROR_VARIABLE err8)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "--check-frontier of the fast frontier failed (${rc}):\n${out8}\n${err8}")
+endif()
+# Without --mode fast, --solve stays exact and says the file's blocks were not used.
+if(NOT out2 MATCHES "\\(exact\\)" OR NOT out2 MATCHES "exact mode \\(--solve is exact unless --mode fast\\)")
+  message(FATAL_ERROR "--solve of a /2 file did not say it solved exactly:\n${out2}")
+endif()
+# --mode fast on a file that declares no block is refused, saying how to solve it.
+file(WRITE ${OUT}/plain.json "{\"format\": \"tensoropt-problem/1\", \"memory_offset\": 0, \"nodes\": [{\"name\": \"a\", \"configs\": [{\"label\": \"x\", \"time\": 1, \"memory\": 1}]}], \"edges\": []}")
+execute_process(COMMAND ${PLAN} --solve ${OUT}/plain.json --mode fast
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out9 ERROR_VARIABLE err9)
+if(rc EQUAL 0 OR NOT err9 MATCHES "declares no repeated block.*drop --mode fast to solve it exactly")
+  message(FATAL_ERROR "--mode fast on a file without repeats was not refused clearly (${rc}):\n${out9}\n${err9}")
+endif()
 message(STATUS "planner outputs ok: ${n} points")

@@ -24,6 +24,7 @@
 #include <fstream>
 #include <utility>
 #include <iostream>
+#include <limits>
 #include <optional>
 #include <sstream>
 
@@ -199,6 +200,9 @@ void write_pipeline_files(const to::plan_cli& c, const to::op_graph& g, const to
 int solve_pipeline_file(const to::plan_cli& c, const nlohmann::json& j) {
   const auto pp = to::pipeline_problem_from_json(j);
   if (pp.partitions.empty()) throw to::infeasible("pipeline problem " + c.solve + " has no partitions: nothing to solve");
+  if (to::parse_search_mode(c.mode) == to::search_mode::fast)
+    throw to::invalid_argument("--mode fast does not apply to a pipeline problem file (its stage problems declare no "
+                               "repeated blocks): drop --mode fast");
   const auto t0 = std::chrono::steady_clock::now();
   to::solve_options so;
   so.epsilon = c.epsilon;
@@ -243,16 +247,44 @@ int solve_file(const to::plan_cli& c) {
   const auto text = read_file(c.solve);
   const auto j = to::detail::parse_json_text(text, "problem");
   if (j.is_object() && j.contains("format") && j["format"] == to::pipeline_problem_format) return solve_pipeline_file(c, j);
-  const auto p = to::problem_from_json(j);
+  const auto file = to::problem_file_from_json(j);
+  const auto& p = file.prob;
   const auto t0 = std::chrono::steady_clock::now();
   to::solve_options so;
   so.epsilon = c.epsilon;
-  const auto r = to::solve(p, so);
+  // A file is solved exactly unless --mode fast asks for the declared repeated block to be
+  // composed by powering (auto stays exact: outside tools compare --solve with their own).
+  const auto mode = to::parse_search_mode(c.mode);
+  std::string mode_line;
+  to::frontier_result r;
+  if (mode == to::search_mode::fast) {
+    const auto rb = to::largest_repeat(file.repeats);
+    if (rb.instances.empty())
+      throw to::invalid_argument("--mode fast composes a repeated block of 3 or more instances by powering; " + c.solve +
+                                 (file.repeats.empty() ? " declares no repeated block (a tensoropt-problem/2 file's "
+                                                         "\"repeats\", written by --problem-json for models with repeat<>)"
+                                                       : " declares none with 3 or more instances") +
+                                 ": drop --mode fast to solve it exactly");
+    const auto why = to::check_repeated(p, rb);
+    if (!why.empty())
+      throw to::invalid_argument("--mode fast: the declared block of " + std::to_string(rb.instances.size()) +
+                                 " instances cannot be composed by powering: " + why +
+                                 "; drop --mode fast to solve it exactly");
+    r = to::solve_repeated(p, rb, so);
+    mode_line = r.note + "; " + to::check_restriction(p, r, std::numeric_limits<to::cost_t>::max()).describe();
+  } else {
+    r = to::solve(p, so);
+    if (!file.repeats.empty())
+      mode_line = std::string(mode == to::search_mode::exact ? "exact mode (asked)" : "exact mode (--solve is exact "
+                                                                                     "unless --mode fast)") +
+                  "; the file declares " + std::to_string(file.repeats.size()) + " repeated block(s)";
+  }
   const double secs = to::detail::seconds_since(t0);
   std::size_t configs = 0;
   for (auto& n : p.nodes) configs += n.configs.size();
   std::printf("problem %s: %zu nodes, %zu configs, %zu edges; solved in %.3f s: %zu points%s\n", c.solve.c_str(),
               p.nodes.size(), configs, p.edges.size(), secs, r.points.size(), r.exact ? " (exact)" : "");
+  if (!mode_line.empty()) std::printf("search: %s\n", mode_line.c_str());
   const auto points = to::label_points(p, r, c.micro_batches ? int(*c.micro_batches) : 1);
   to::frontier_report rep;
   rep.model = c.solve;
@@ -414,7 +446,8 @@ int evaluate_strategy(const to::plan_cli& c, const to::op_graph& g, const to::cl
     const auto pc = to::cost_of(bp.prob, e.choice);
     e.time = pc.time;
     e.memory = pc.memory;
-    if (!c.problem_json.empty()) write_file(c.problem_json, to::write_problem_json(bp.prob), "problem");
+    if (!c.problem_json.empty())
+      write_file(c.problem_json, to::write_problem_json(bp.prob, to::repeat_blocks(g)), "problem");
     if (!c.frontier_json.empty()) write_file(c.frontier_json, to::write_frontier_json({e}), "frontier");
   }
   if (!c.save_plan.empty()) {  // tensoropt-plan/1 (one stage), its memory the runtime peak as the planner writes it
@@ -571,7 +604,8 @@ int run(int argc, char** argv) {
     write_file(c.frontier_json, to::write_frontier_json(pf.searched.empty() ? pf.points : pf.searched), "frontier");
   if (!c.problem_json.empty()) {
     if (pf.parts.empty() || !pf.parts[0].built) throw to::infeasible("no problem to write: the search found no plan");
-    write_file(c.problem_json, to::write_problem_json(pf.parts[0].built->prob), "problem");
+    const auto& built = *pf.parts[0].built;
+    write_file(c.problem_json, to::write_problem_json(built.prob, to::repeat_blocks(built.graph)), "problem");
   }
   if (!c.svg.empty()) write_file(c.svg, to::to_svg(rep), "plot");
   if (!c.html.empty()) write_file(c.html, to::to_html(rep), "report");

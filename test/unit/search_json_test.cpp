@@ -3,6 +3,7 @@
 #include <random>
 #include <tensoropt/search/frontier_json.hpp>
 #include <tensoropt/search/problem_json.hpp>
+#include <tensoropt/search/repeated.hpp>
 #include "random_problem.hpp"
 
 // File-local: the unit tests of an area are built as one unity translation unit.
@@ -75,7 +76,8 @@ TEST_CASE("problem JSON: malformed files are rejected, naming the field and posi
                        to::format_error);
   CHECK_THROWS_WITH_AS(to::read_problem_json("[1, 2]"), doctest::Contains("expected a JSON object"),
                        to::format_error);
-  expect_rejected([](json& j) { j["format"] = "tensoropt-problem/2"; }, "format: expected \"tensoropt-problem/1\"");
+  expect_rejected([](json& j) { j["format"] = "tensoropt-problem/3"; },
+                  "format: expected \"tensoropt-problem/1\" or \"tensoropt-problem/2\", got \"tensoropt-problem/3\"");
   expect_rejected([](json& j) { j.erase("format"); }, "format: missing field");
   expect_rejected([](json& j) { j.erase("edges"); }, "edges: missing field");
   expect_rejected([](json& j) { j["nodes"][0]["configs"][1].erase("time"); }, "nodes[0].configs[1].time: missing field");
@@ -115,6 +117,70 @@ TEST_CASE("problem JSON: malformed files are rejected, naming the field and posi
   std::string big = good;
   big.replace(big.find("\"time\": 1e-3"), 12, "\"time\": 1e400");
   CHECK_THROWS_AS(to::read_problem_json(big), to::format_error);
+}
+
+TEST_CASE("problem JSON /2: declared repeated blocks round-trip; /1 is written without them") {
+  std::mt19937_64 rng(7);
+  for (int it = 0; it < 20; ++it) {
+    const auto g = rand_problem::random_repeated(rng, it % 3, 3 + it % 4, 1 + it % 3, it % 2, 3, it % 2 == 1);
+    const std::vector<to::repeated_block> reps{g.rb};
+    const auto text = to::write_problem_json(g.p, reps);
+    CHECK(text.rfind("{\"format\": \"tensoropt-problem/2\"", 0) == 0);
+    const auto f = to::read_problem_file(text);
+    CHECK(f.prob == g.p);
+    CHECK(f.repeats == reps);
+    // the problem alone reads the same; without repeats the file is /1 and declares none
+    CHECK(to::read_problem_json(text) == g.p);
+    const auto v1 = to::write_problem_json(g.p);
+    CHECK(v1.rfind("{\"format\": \"tensoropt-problem/1\"", 0) == 0);
+    CHECK(v1.find("repeats") == std::string::npos);
+    CHECK(to::read_problem_file(v1).repeats.empty());
+    // fast mode on the read block is the same search as on the generated one
+    const auto a = to::solve_repeated(g.p, g.rb), b = to::solve_repeated(f.prob, f.repeats[0]);
+    REQUIRE(a.points.size() == b.points.size());
+    for (std::size_t i = 0; i < a.points.size(); ++i) {
+      CHECK(a.points[i].time == b.points[i].time);
+      CHECK(a.points[i].memory == b.points[i].memory);
+      CHECK(a.points[i].choice == b.points[i].choice);
+    }
+  }
+}
+
+TEST_CASE("problem JSON /2: malformed repeated blocks are rejected, naming the position") {
+  auto with = [](const std::string& repeats) {
+    json j = json::parse(good);
+    j["format"] = "tensoropt-problem/2";
+    j["repeats"] = json::parse(repeats);
+    return j;
+  };
+  auto rejects = [&](const std::string& repeats, const std::string& message) {
+    CAPTURE(repeats);
+    CHECK_THROWS_WITH_AS(to::problem_file_from_json(with(repeats)), doctest::Contains(message.c_str()),
+                         to::format_error);
+  };
+  CHECK(to::problem_file_from_json(with(R"([{"instances": [[0], [1]]}])")).repeats ==
+        std::vector<to::repeated_block>{{{{0}, {1}}}});
+  CHECK(to::problem_file_from_json(with("[]")).repeats.empty());
+  rejects(R"({"instances": []})", "repeats: expected an array, got object");
+  rejects(R"([{"copies": [[0], [1]]}])", "repeats[0].instances: missing field");
+  rejects(R"([{"instances": [[0]]}])", "repeats[0].instances: a repeated block needs at least 2 instances, got 1");
+  rejects(R"([{"instances": [[0], []]}])", "repeats[0].instances[1]: an instance needs at least one node");
+  rejects(R"([{"instances": [[0, 1], [1]]}])", "repeats[0].instances[1]: 1 nodes where instance 0 has 2");
+  rejects(R"([{"instances": [[0], [2]]}])", "repeats[0].instances[1][0]: node 2 does not exist (there are 2 nodes");
+  rejects(R"([{"instances": [[0], ["1"]]}])", "repeats[0].instances[1][0]: expected a node index");
+  rejects(R"([{"instances": [[0], [0]]}])",
+          "repeats[0].instances[1][0]: node 0 is already in repeats[0].instances[0]");
+  rejects(R"([{"instances": [[0], [1]]}, {"instances": [[1], [0]]}])",
+          "repeats[1].instances[0][0]: node 1 is already in repeats[0].instances[1]");
+  // a /1 file has no repeats
+  json j = with(R"([{"instances": [[0], [1]]}])");
+  j["format"] = "tensoropt-problem/1";
+  CHECK_THROWS_WITH_AS(to::problem_file_from_json(j), doctest::Contains("repeats: a tensoropt-problem/1 file has no"),
+                       to::format_error);
+  // the writer refuses what the reader would
+  const auto p = to::read_problem_json(good);
+  CHECK_THROWS_WITH_AS(to::write_problem_json(p, {{{{0}, {5}}}}), doctest::Contains("node 5 does not exist"),
+                       to::invalid_argument);
 }
 
 TEST_CASE("validate() checks in-memory problems with the same positions") {

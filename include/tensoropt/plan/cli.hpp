@@ -76,7 +76,8 @@ struct reflection<plan_cli> {
           .range_open_lo(0, 1e9).meta("GIB"),
       field("epsilon", &c::epsilon, "(1+E)-approximate frontier; 0 = exact").range_open_hi(0, 1).meta("E"),
       field("mode", &c::mode, "search mode: exact, fast (identical layers share one boundary layout, composed by "
-                              "powering; the restriction is checked and printed) or auto (fast where exact is slow)")
+                              "powering; the restriction is checked and printed) or auto (fast where exact is slow; "
+                              "exact with --solve)")
           .one_of("auto|exact|fast").meta("M"),
       field("threads", &c::threads, "micro-batch counts solved at once; default: every core").range(1, 1 << 12).meta("N"),
       field("device-counts", &c::device_counts, "comma list, e.g. 1,2,4,8: fewest devices that fit")
@@ -85,7 +86,8 @@ struct reflection<plan_cli> {
           .range_open_lo(0, 1e12).meta("S"),
       field("frontier-json", &c::frontier_json, "write the frontier, tensoropt-frontier/2 (every point; with stages "
                                                 "under --pipeline or --strategy pp=P)").meta("FILE"),
-      field("problem-json", &c::problem_json, "write the problem, tensoropt-problem/1 (needs --micro-batches), or with "
+      field("problem-json", &c::problem_json, "write the problem, tensoropt-problem/1 (/2 with the model's repeated blocks; "
+                                              "needs --micro-batches), or with "
                                               "--pipeline or --strategy pp=P the stage problems, "
                                               "tensoropt-pipeline-problem/1; with --check-frontier: the file to read")
           .meta("FILE"),
@@ -99,11 +101,12 @@ struct reflection<plan_cli> {
                                       "cut points (balanced stages past 24 cut points), 1F1B; with the Megatron 3D baselines; --save-plan writes tensoropt-plan/2, "
                                       "--frontier-json and --problem-json the stages"),
       field("check-frontier", &c::check_frontier, "re-cost every point of a frontier file from the problem file "
-                                                  "--problem-json names (tensoropt-problem/1 or "
+                                                  "--problem-json names (tensoropt-problem/1, /2 or "
                                                   "tensoropt-pipeline-problem/1); fails on the first that differs")
           .meta("FILE"),
-      field("solve", &c::solve, "read a tensoropt-problem/1 file (or a tensoropt-pipeline-problem/1 file: the "
-                                "frontier over its partitions) instead of a model").meta("FILE"),
+      field("solve", &c::solve, "read a tensoropt-problem/1 or /2 file (or a tensoropt-pipeline-problem/1 file: "
+                                "the frontier over its partitions) instead of a model; exact unless --mode fast "
+                                "(a /2 file's repeated block composed by powering)").meta("FILE"),
       field("svg", &c::svg, "plot of the frontier").meta("FILE"),
       field("html", &c::html, "report of the frontier").meta("FILE"),
       field("all-points", &c::all_points, "show every frontier point in the table, plot and HTML; default: a "

@@ -50,23 +50,44 @@ inline search_mode parse_search_mode(const std::string& s) {
   throw invalid_argument("--mode: unknown search mode '" + s + "'; use exact, fast or auto");
 }
 
-/// The repeat<> of `g` with the most instances (ops in op order per instance); empty
-/// instances when the graph has no repeat of at least 3 instances.
-inline repeated_block largest_repeat(const op_graph& g) {
+/// Every repeat<> of `g` with at least 2 instances (ops in op order per instance), in the
+/// order of their first op: what a problem file declares repeated (search/problem_json.hpp).
+inline std::vector<repeated_block> repeat_blocks(const op_graph& g) {
   std::vector<std::vector<std::vector<int>>> by_id;
+  std::vector<std::size_t> first;
   for (std::size_t i = 0; i < g.ops.size(); ++i) {
     const auto& op = g.ops[i];
     if (op.repeat_id < 0) continue;
-    if (std::size_t(op.repeat_id) >= by_id.size()) by_id.resize(std::size_t(op.repeat_id) + 1);
+    if (std::size_t(op.repeat_id) >= by_id.size()) {
+      by_id.resize(std::size_t(op.repeat_id) + 1);
+      first.resize(by_id.size(), g.ops.size());
+    }
     auto& inst = by_id[std::size_t(op.repeat_id)];
     if (std::size_t(op.repeat_index) >= inst.size()) inst.resize(std::size_t(op.repeat_index) + 1);
     inst[std::size_t(op.repeat_index)].push_back(int(i));
+    first[std::size_t(op.repeat_id)] = std::min(first[std::size_t(op.repeat_id)], i);
   }
+  std::vector<std::size_t> ids;
+  for (std::size_t r = 0; r < by_id.size(); ++r)
+    if (by_id[r].size() >= 2) ids.push_back(r);
+  std::stable_sort(ids.begin(), ids.end(), [&](std::size_t x, std::size_t y) { return first[x] < first[y]; });
+  std::vector<repeated_block> out;
+  for (std::size_t r : ids) out.push_back({by_id[r]});
+  return out;
+}
+
+/// Of `blocks`, the one with the most instances (the first of equals); empty instances
+/// when none has at least 3.
+inline repeated_block largest_repeat(const std::vector<repeated_block>& blocks) {
   repeated_block best;
-  for (auto& inst : by_id)
-    if (inst.size() >= 3 && inst.size() > best.instances.size()) best.instances = inst;
+  for (auto& b : blocks)
+    if (b.instances.size() >= 3 && b.instances.size() > best.instances.size()) best = b;
   return best;
 }
+
+/// The repeat<> of `g` with the most instances; empty instances when the graph has no
+/// repeat of at least 3 instances.
+inline repeated_block largest_repeat(const op_graph& g) { return largest_repeat(repeat_blocks(g)); }
 
 /// Which mode runs on problem `p` of graph `g`, and why (one line for the output).
 struct mode_choice {

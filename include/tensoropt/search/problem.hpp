@@ -65,6 +65,13 @@ struct problem {
   constexpr bool operator==(const problem&) const = default;
 };
 
+/// L instances of one block: instances[i][j] is the node at position j of instance i (a
+/// repeat<> of the model, or a declaration of a problem file, search/problem_json.hpp).
+struct repeated_block {
+  std::vector<std::vector<int>> instances;
+  constexpr bool operator==(const repeated_block&) const = default;
+};
+
 /// (time, memory) of the strategy `choice` (one config index per node).
 struct strategy_cost {
   cost_t time = 0, memory = 0;

@@ -1,15 +1,25 @@
-// The problem file "tensoropt-problem/1": writer and validating reader.
+// The problem file "tensoropt-problem/2" (and /1): writer and validating reader.
 //
 // Format (units: seconds and bytes):
-//   { "format": "tensoropt-problem/1", "memory_offset": <bytes>,
+//   { "format": "tensoropt-problem/2", "memory_offset": <bytes>,
 //     "nodes": [ {"name": "<op>", "configs": [ {"label": "<config>", "time": <s>, "memory": <bytes>} ] } ],
 //     "edges": [ {"from": <node>, "to": <node>,
 //                 "time":   [[<s> per config of 'to'] per config of 'from'],
-//                 "memory": [[<bytes> ...] ...]} ] }
+//                 "memory": [[<bytes> ...] ...]} ],
+//     "repeats": [ {"instances": [[<node> per position] per instance]} ] }
 // Times are stored in the library as integer picoseconds; the writer prints seconds with
 // enough digits to round-trip (nlohmann/json prints the shortest exact representation),
 // the reader converts back with llround(s * 1e12). Round trips are exact for times below
 // 2^51 ps (about 37 minutes per config or edge), which the reader checks.
+//
+// Versions. "/2" adds the optional "repeats": blocks declared as repeated (a model's
+// repeat<>), each as its instances, instances[i][j] being the node at position j of
+// instance i. The declaration says where to look, not that the instances are identical:
+// fast mode (search/repeated.hpp, `tensoropt-plan --solve FILE --mode fast`) checks that
+// against the costs and says, in words, why a block cannot be composed. The reader checks
+// the shape: at least 2 instances of the same non-zero size, node indices that exist, no
+// node in two instances of any block. A problem without repeats is written as "/1", which
+// has no "repeats" field; readers of "/1" files read them unchanged.
 //
 // The body (memory_offset, nodes, edges) is also each stage problem of a pipeline problem
 // file (search/pipeline_problem_json.hpp), whose configs add "activations";
@@ -19,6 +29,7 @@
 #include <cmath>
 #include <string>
 #include <string_view>
+#include <vector>
 #include <nlohmann/json.hpp>
 #include "../core/error.hpp"
 #include "problem.hpp"
@@ -85,20 +96,83 @@ inline std::string problem_body_text(const problem& p, const config_activations*
 }
 }  // namespace detail
 
-/// The problem as a JSON value in the "tensoropt-problem/1" format.
-inline nlohmann::ordered_json problem_to_json(const problem& p) {
+inline constexpr const char* problem_format_v1 = "tensoropt-problem/1";
+inline constexpr const char* problem_format_v2 = "tensoropt-problem/2";
+
+/// A problem file's contents: the problem and the blocks it declares repeated.
+struct problem_file {
+  problem prob;
+  std::vector<repeated_block> repeats;
+};
+
+namespace detail {
+inline nlohmann::ordered_json repeats_json(const std::vector<repeated_block>& repeats) {
+  auto a = nlohmann::ordered_json::array();
+  for (auto& rb : repeats) a.push_back({{"instances", rb.instances}});
+  return a;
+}
+
+/// Throws format_error (at `where`, e.g. "repeats[1].instances[2][0]") unless `repeats`
+/// has the shape of the header for a problem of `nodes` nodes.
+inline void check_repeats_shape(const std::vector<repeated_block>& repeats, std::size_t nodes,
+                                const std::string& where) {
+  std::vector<std::string> seen(nodes);
+  for (std::size_t r = 0; r < repeats.size(); ++r) {
+    const auto& inst = repeats[r].instances;
+    const std::string at = where + "[" + std::to_string(r) + "].instances";
+    if (inst.size() < 2)
+      throw format_error(at + ": a repeated block needs at least 2 instances, got " + std::to_string(inst.size()));
+    for (std::size_t i = 0; i < inst.size(); ++i) {
+      const std::string ai = at + "[" + std::to_string(i) + "]";
+      if (inst[i].empty()) throw format_error(ai + ": an instance needs at least one node");
+      if (inst[i].size() != inst[0].size())
+        throw format_error(ai + ": " + std::to_string(inst[i].size()) + " nodes where instance 0 has " +
+                           std::to_string(inst[0].size()) + "; every instance lists one node per position");
+      for (std::size_t j = 0; j < inst[i].size(); ++j) {
+        const int v = inst[i][j];
+        const std::string aj = ai + "[" + std::to_string(j) + "]";
+        if (v < 0 || std::size_t(v) >= nodes)
+          throw format_error(aj + ": node " + std::to_string(v) + " does not exist (there are " +
+                             std::to_string(nodes) + " nodes, 0-based)");
+        if (!seen[std::size_t(v)].empty())
+          throw format_error(aj + ": node " + std::to_string(v) + " is already in " + seen[std::size_t(v)] +
+                             "; a node belongs to at most one instance of one block");
+        seen[std::size_t(v)] = ai;
+      }
+    }
+  }
+}
+}  // namespace detail
+
+/// The problem as a JSON value: "tensoropt-problem/1", or "/2" with `repeats`.
+inline nlohmann::ordered_json problem_to_json(const problem& p, const std::vector<repeated_block>& repeats = {}) {
   nlohmann::ordered_json j;
-  j["format"] = "tensoropt-problem/1";
+  j["format"] = repeats.empty() ? problem_format_v1 : problem_format_v2;
   auto body = detail::problem_body_json(p);
   for (auto& [k, v] : body.items()) j[k] = std::move(v);
+  if (!repeats.empty()) j["repeats"] = detail::repeats_json(repeats);
   return j;
 }
 
-/// The problem file's text: one node or edge per line. Throws invalid_argument if `p`
-/// is malformed (see `validate`).
-inline std::string write_problem_json(const problem& p) {
+/// The problem file's text: one node or edge per line ("tensoropt-problem/1"; "/2" with
+/// the blocks `repeats` declares repeated, one per line). Throws invalid_argument if `p`
+/// is malformed (see `validate`) or `repeats` has not the header's shape.
+inline std::string write_problem_json(const problem& p, const std::vector<repeated_block>& repeats = {}) {
   validate(p);
-  return "{\"format\": \"tensoropt-problem/1\",\n " + detail::problem_body_text(p, nullptr, " ") + "}\n";
+  try {
+    detail::check_repeats_shape(repeats, p.nodes.size(), "repeats");
+  } catch (const format_error& e) {
+    throw invalid_argument(std::string("write_problem_json: ") + e.what());
+  }
+  std::string s = std::string("{\"format\": \"") + (repeats.empty() ? problem_format_v1 : problem_format_v2) +
+                  "\",\n " + detail::problem_body_text(p, nullptr, " ");
+  if (!repeats.empty()) {
+    const auto a = detail::repeats_json(repeats);
+    s += ",\n \"repeats\": [";
+    for (std::size_t i = 0; i < a.size(); ++i) s += (i ? ",\n  " : "\n  ") + a[i].dump();
+    s += "]";
+  }
+  return s + "}\n";
 }
 
 namespace detail {
@@ -175,24 +249,55 @@ inline problem problem_body_from_json(const nlohmann::json& j, const std::string
 }
 }  // namespace detail
 
-/// Reads a problem from a JSON value, checking everything; throws format_error naming
-/// the field and position (e.g. "edges[3].time[2]: expected 5 values (configs of node 7
-/// 'fc1'), got 4").
-inline problem problem_from_json(const nlohmann::json& j) {
+/// Reads a problem file ("tensoropt-problem/1" or "/2") from a JSON value, checking
+/// everything; throws format_error naming the field and position (e.g. "edges[3].time[2]:
+/// expected 5 values (configs of node 7 'fc1'), got 4").
+inline problem_file problem_file_from_json(const nlohmann::json& j) {
   if (!j.is_object()) throw format_error(std::string("problem: expected a JSON object, got ") + j.type_name());
   const auto& fmt = detail::json_field(j, "format", "");
-  if (!fmt.is_string() || fmt.get<std::string>() != "tensoropt-problem/1")
-    throw format_error("format: expected \"tensoropt-problem/1\", got " + detail::json_echo(fmt) +
+  const bool v1 = fmt.is_string() && fmt.get<std::string>() == problem_format_v1;
+  const bool v2 = fmt.is_string() && fmt.get<std::string>() == problem_format_v2;
+  if (!v1 && !v2)
+    throw format_error("format: expected \"tensoropt-problem/1\" or \"tensoropt-problem/2\", got " +
+                       detail::json_echo(fmt) +
                        (fmt.is_string() && fmt.get<std::string>() == "tensoropt-pipeline-problem/1"
                             ? " (a pipeline problem: read it with read_pipeline_problem_json)" : ""));
-  return detail::problem_body_from_json(j, "", nullptr);
+  problem_file f{detail::problem_body_from_json(j, "", nullptr), {}};
+  if (!j.contains("repeats")) return f;
+  if (v1)
+    throw format_error("repeats: a tensoropt-problem/1 file has no repeated blocks; declare them in a "
+                       "\"tensoropt-problem/2\" file (change \"format\")");
+  const auto& rs = detail::json_array(j["repeats"], "repeats");
+  for (std::size_t r = 0; r < rs.size(); ++r) {
+    const std::string at = "repeats[" + std::to_string(r) + "]";
+    const auto& inst = detail::json_array(detail::json_field(rs[r], "instances", at), at + ".instances");
+    repeated_block rb;
+    for (std::size_t i = 0; i < inst.size(); ++i) {
+      const std::string ai = at + ".instances[" + std::to_string(i) + "]";
+      const auto& nodes = detail::json_array(inst[i], ai);
+      rb.instances.emplace_back();
+      for (std::size_t k = 0; k < nodes.size(); ++k)
+        rb.instances.back().push_back(
+            detail::json_node_index(nodes[k], ai + "[" + std::to_string(k) + "]", f.prob.nodes.size()));
+    }
+    f.repeats.push_back(std::move(rb));
+  }
+  detail::check_repeats_shape(f.repeats, f.prob.nodes.size(), "repeats");
+  return f;
 }
+
+/// The problem of a problem file (see problem_file_from_json; declared repeats are
+/// checked and left out).
+inline problem problem_from_json(const nlohmann::json& j) { return problem_file_from_json(j).prob; }
 
 /// Reads a problem file's text; throws format_error on malformed JSON (with the byte
 /// position), NUL bytes, nesting deeper than max_json_depth, or any check of
-/// `problem_from_json`.
-inline problem read_problem_json(std::string_view text) {
-  return problem_from_json(detail::parse_json_text(text, "problem"));
+/// `problem_file_from_json`.
+inline problem_file read_problem_file(std::string_view text) {
+  return problem_file_from_json(detail::parse_json_text(text, "problem"));
 }
+
+/// The problem of a problem file's text (see read_problem_file).
+inline problem read_problem_json(std::string_view text) { return read_problem_file(text).prob; }
 
 }  // namespace tensoropt

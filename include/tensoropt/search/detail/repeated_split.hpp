@@ -9,11 +9,6 @@
 
 namespace tensoropt {
 
-/// L instances of one block: instances[i][j] is the node at position j of instance i.
-struct repeated_block {
-  std::vector<std::vector<int>> instances;
-};
-
 namespace detail {
 
 struct repeated_split {
