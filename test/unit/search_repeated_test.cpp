@@ -299,6 +299,53 @@ TEST_CASE("searches bounded by each other's guaranteed points: the same union (e
   CHECK(skipped_all > 5);  // a search wholly beaten by one before it returns nothing
 }
 
+TEST_CASE("skip_if: a search beaten as a whole once the known points are in returns and guarantees nothing") {
+  std::mt19937_64 rng(2718);
+  int tried = 0;
+  for (int it = 0; it < 30; ++it) {
+    auto g = random_repeated(rng, int(rng() % 2), 3 + int(rng() % 4), 1 + int(rng() % 2), int(rng() % 2), 3, false);
+    if (strategies(g.p) > 200000) continue;
+    ++tried;
+    // points slower than any strategy: they bound nothing, so only skip_if can skip
+    const std::vector<to::frontier::point> known{{to::cost_t(1) << 55, 0, -1}, {to::cost_t(1) << 54, 7, -1}};
+    for (double eps : {0.0, 0.05}) {  // 0.05 > skip_epsilon: known is taken before any solve
+      std::vector<std::vector<to::frontier::point>> given;
+      std::vector<std::vector<to::frontier::point>> seen;
+      auto bounds = [&](std::string reason) {
+        to::repeated_bounds b;
+        b.exchange = [&](std::vector<to::frontier::point> mine) {
+          given.push_back(mine);
+          return known;
+        };
+        b.known = [&] { return known; };
+        b.skip_if = [&, reason](const std::vector<to::frontier::point>& pts) {
+          seen.push_back(pts);
+          return reason;
+        };
+        return b;
+      };
+      const auto skipped = to::solve_repeated(g.p, g.rb, {.epsilon = eps}, bounds("beaten here"));
+      CHECK(skipped.skipped);
+      CHECK(skipped.points.empty());
+      CHECK(skipped.note == "beaten here");
+      REQUIRE(given.size() == 1);
+      CHECK(given[0].empty());  // guarantees nothing to the others
+      REQUIRE(seen.size() == 1);
+      CHECK(seen[0].size() == known.size());  // it was shown what `known` gave
+      // an empty reason changes nothing: the same search as without skip_if
+      to::repeated_bounds plain;
+      plain.exchange = [&](std::vector<to::frontier::point>) { return known; };
+      plain.known = [&] { return known; };
+      const auto a = to::solve_repeated(g.p, g.rb, {.epsilon = eps}, bounds(""));
+      const auto b = to::solve_repeated(g.p, g.rb, {.epsilon = eps}, plain);
+      CHECK(!a.skipped);
+      REQUIRE(a.points.size() == b.points.size());
+      for (std::size_t i = 0; i < a.points.size(); ++i) CHECK(a.points[i].choice == b.points[i].choice);
+    }
+  }
+  CHECK(tried > 10);
+}
+
 TEST_CASE("the convex lower bound of a powered sum: below every sum, and its cover test equals brute force") {
   using to::detail::candidate;
   std::mt19937_64 rng(31);

@@ -79,7 +79,8 @@ struct reflection<plan_cli> {
                               "powering; the restriction is checked and printed) or auto (fast where exact is slow; "
                               "exact with --solve)")
           .one_of("auto|exact|fast").meta("M"),
-      field("threads", &c::threads, "micro-batch counts solved at once; default: every core").range(1, 1 << 12).meta("N"),
+      field("threads", &c::threads, "micro-batch counts computed at once (one waiting for another's bounds lets the "
+                                    "next start); default: every core").range(1, 1 << 12).meta("N"),
       field("device-counts", &c::device_counts, "comma list, e.g. 1,2,4,8: fewest devices that fit")
           .range(1, 1 << 20).meta("LIST"),
       field("time-target", &c::time_target, "with --device-counts: fewest devices within S s/iteration")

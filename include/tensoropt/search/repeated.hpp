@@ -85,6 +85,12 @@ struct repeated_bounds {
   /// epsilon, no such solves are made. 0.02: on gpt3-39b (8 x 8 V100-16GB, epsilon 0.01) it skips
   /// k = 4 to 64, where 0.1 skips none (the bound loses the factor 1 + skip_epsilon).
   double skip_epsilon = 0.02;
+  /// Optional, with `known`: called once with the points `known` gave; a non-empty reason
+  /// skips the whole search (it returns and guarantees nothing; the note is the reason), as
+  /// the planner does when they lie at or below a lower bound of every strategy
+  /// (plan/job_bounds.hpp). Taking it here rather than before the search lets the coarse
+  /// per-layer solves run while the other searches are still to hand on their points.
+  std::function<std::string(const std::vector<frontier::point>&)> skip_if;
 };
 
 /// The frontier of `p` under the restriction of the header (one layout b at every boundary
@@ -125,9 +131,21 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
   // Others' guaranteed points: asked for once, after this search's coarse tables (if any)
   // and before its coarse pass, so that a search waits for the others as late as it can.
   std::vector<detail::candidate> others;
+  std::string skip_reason;
   auto take_known = [&] {
-    for (auto& q : bounds.known()) others.push_back({q.time, q.memory, -1, -1});
+    const auto pts = bounds.known();
+    if (bounds.skip_if) skip_reason = bounds.skip_if(pts);
+    for (auto& q : pts) others.push_back({q.time, q.memory, -1, -1});
     detail::pareto_filter(others);
+  };
+  auto skipped_by_reason = [&] {  // the search is beaten as a whole: nothing returned, nothing lost
+    if (bounds.exchange) bounds.exchange({});
+    frontier_result r;
+    r.epsilon = o.epsilon;
+    r.exact = true;
+    r.skipped = true;
+    r.note = skip_reason;
+    return r;
   };
   // The whole search is skipped before its exact per-layer solves when the known points lie
   // within (1 + epsilon) of every layout's lower bound from coarse tables
@@ -137,6 +155,7 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
     co.epsilon = bounds.skip_epsilon;
     const auto cp = detail::repeated_parts(p, rb, s, co, true);
     take_known();
+    if (!skip_reason.empty()) return skipped_by_reason();
     if (cp.a.note.empty() && cp.t.note.empty() && cp.z.note.empty() &&
         detail::layouts_covered(detail::per_layout(cp, s), bounds.skip_epsilon, M, others, limit, o.epsilon)) {
       if (bounds.exchange) bounds.exchange({});
@@ -154,6 +173,7 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
     }
   } else if (bounds.known) {
     take_known();
+    if (!skip_reason.empty()) return skipped_by_reason();
   }
   const auto parts = detail::repeated_parts(p, rb, s, inner, true);
   const auto& fa = parts.a;
