@@ -138,13 +138,16 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
     for (auto& q : pts) others.push_back({q.time, q.memory, -1, -1});
     detail::pareto_filter(others);
   };
-  auto skipped_by_reason = [&] {  // the search is beaten as a whole: nothing returned, nothing lost
+  // The whole search skipped: it returns nothing and guarantees nothing to the others.
+  // `exact`: nothing is lost (beaten outright), else only within the epsilon bound.
+  auto skip_whole = [&](std::string note, bool exact) {
     if (bounds.exchange) bounds.exchange({});
     frontier_result r;
     r.epsilon = o.epsilon;
-    r.exact = true;
+    r.exact = exact;
+    r.restricted = !exact;
     r.skipped = true;
-    r.note = skip_reason;
+    r.note = std::move(note);
     return r;
   };
   // The whole search is skipped before its exact per-layer solves when the known points lie
@@ -155,25 +158,19 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
     co.epsilon = bounds.skip_epsilon;
     const auto cp = detail::repeated_parts(p, rb, s, co, true);
     take_known();
-    if (!skip_reason.empty()) return skipped_by_reason();
+    if (!skip_reason.empty()) return skip_whole(skip_reason, true);
     if (cp.a.note.empty() && cp.t.note.empty() && cp.z.note.empty() &&
         detail::layouts_covered(detail::per_layout(cp, s), bounds.skip_epsilon, M, others, limit, o.epsilon)) {
-      if (bounds.exchange) bounds.exchange({});
-      frontier_result r;
-      r.epsilon = o.epsilon;
-      r.exact = false;
-      r.restricted = true;
-      r.skipped = true;
       char e[32];
       std::snprintf(e, sizeof e, "%g", bounds.skip_epsilon);
-      r.note = "fast mode, skipped before its per-layer solves: points of other searches lie within (1 + epsilon) "
-               "of a lower bound of every boundary layout (per-layer solves at epsilon " + std::string(e) +
-               ", composed by the convex bound)";
-      return r;
+      return skip_whole("fast mode, skipped before its per-layer solves: points of other searches lie within "
+                        "(1 + epsilon) of a lower bound of every boundary layout (per-layer solves at epsilon " +
+                            std::string(e) + ", composed by the convex bound)",
+                        false);
     }
   } else if (bounds.known) {
     take_known();
-    if (!skip_reason.empty()) return skipped_by_reason();
+    if (!skip_reason.empty()) return skip_whole(skip_reason, true);
   }
   const auto parts = detail::repeated_parts(p, rb, s, inner, true);
   const auto& fa = parts.a;
