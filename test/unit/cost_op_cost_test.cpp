@@ -413,6 +413,54 @@ TEST_CASE("linear bias: the gradient's column sum always, a forward pass under l
   CHECK(cost_op(g, 1, op_config{}, one, pass).compute.value == plain);
 }
 
+TEST_CASE("overlap_grad_sync: only the sync's excess over the op's backward of one micro-batch is charged") {
+  cost_options on;
+  on.overlap_grad_sync = true;
+  int hidden = 0, exposed = 0;
+  for (index_t batch : {64, 65536}) {  // a backward shorter and one longer than the sync
+    const op_graph g = testing::mlp(batch, {1024, 4096});
+    const op_graph micro = with_batch(g, batch / 4);
+    for (const auto& gpu : {gpus::a100_80gb, gpus::v100_16gb})
+      for (index_t d : {2, 8})
+        for (bool rc : {false, true})
+          for (index_t k : {1, 4}) {
+            CAPTURE(batch);
+            CAPTURE(d);
+            CAPTURE(rc);
+            CAPTURE(k);
+            const cluster cl(device_mesh(1, d), gpu);
+            op_config dp;
+            dp.degree[1][0] = d;  // data parallel: the weight is replicated d ways
+            dp.recompute = rc;
+            const op_graph& gr = k == 1 ? g : micro;
+            const cost_options off{precisions::bf16_mixed, k};
+            on.micro_batches = k;
+            const op_cost a = cost_op(gr, 1, dp, cl, off), b = cost_op(gr, 1, dp, cl, on);
+            // one micro-batch's forward (recompute = k x forward) and backward (compute at k = 1 is
+            // forward + backward); a recomputing op re-runs its forward in backward too
+            op_config with_rc = dp;
+            with_rc.recompute = true;
+            const double fwd = cost_op(gr, 1, with_rc, cl, off).recompute.value / double(k);
+            const double bwd = cost_op(gr, 1, dp, cl, {precisions::bf16_mixed, 1}).compute.value - fwd;
+            const double want = std::max(0.0, a.grad_sync.value - bwd - (rc ? fwd : 0.0));
+            REQUIRE(a.grad_sync.value > 0);
+            CHECK(b.grad_sync.value == doctest::Approx(want));
+            CHECK(b.grad_sync.value <= a.grad_sync.value);
+            // nothing else moves
+            CHECK(b.compute.value == a.compute.value);
+            CHECK(b.recompute.value == a.recompute.value);
+            CHECK(b.optimizer.value == a.optimizer.value);
+            CHECK(b.memory().value == a.memory().value);
+            (want > 0 ? exposed : hidden) += 1;
+          }
+  }
+  CHECK(hidden > 0);  // both regimes occur
+  CHECK(exposed > 0);
+  // no replicated parameter, no sync: nothing to hide
+  const cluster one(device_mesh(1, 1), gpus::a100_80gb);
+  CHECK(cost_op(testing::mlp(64, {1024, 4096}), 1, op_config{}, one, on).grad_sync.value == 0);
+}
+
 TEST_CASE("gradient accumulation: k - 1 in-place adds of each owned parameter's gradient") {
   const op_graph micro = with_batch(testing::mlp(64, {1024, 4096}), 16);
   const cluster one(device_mesh(1, 1), gpus::a100_80gb);

@@ -140,7 +140,8 @@ TEST_CASE("software-stack switches: listed with defaults, applied to the cost mo
     else if (!h.empty() && h.back() != ' ') h += ' ';
   CHECK(h.find("--attention KIND software stack") != std::string::npos);
   CHECK(h.find("one of materialized, fused, default materialized") != std::string::npos);
-  for (const char* f : {"--fused-bn-relu", "--local-batch-norm", "--linear-bias-pass", "--regenerate-dropout"}) {
+  for (const char* f :
+       {"--fused-bn-relu", "--local-batch-norm", "--linear-bias-pass", "--regenerate-dropout", "--overlap-grad-sync"}) {
     const auto at = h.find(std::string(f) + " software stack");
     CHECK_MESSAGE(at != std::string::npos, f);
     CHECK_MESSAGE(h.find("; default off", at) < h.find(" --", at + 2), f);
@@ -155,7 +156,8 @@ TEST_CASE("software-stack switches: listed with defaults, applied to the cost mo
   apply_stack(parse({}), d);
   CHECK(d.cost() == build_options{}.cost());
   CHECK(d.cost().stack() ==
-        "attention materialized, fused-bn-relu off, local-batch-norm off, linear-bias-pass off, regenerate-dropout off");
+        "attention materialized, fused-bn-relu off, local-batch-norm off, linear-bias-pass off, regenerate-dropout off, "
+        "overlap-grad-sync off");
   // fused attention: the score tensors are neither written nor kept, so the same plan of a
   // GPT is faster and lighter
   const auto g = models::parse_model_spec("gpt:layers=2,hidden=256,heads=8,seq=512,vocab=1024,batch=8").lower();
@@ -170,15 +172,28 @@ TEST_CASE("software-stack switches: listed with defaults, applied to the cost mo
   CHECK(b.memory < a.memory);
   // every boolean switch is carried into the cost options
   build_options all;
-  apply_stack(parse({"--fused-bn-relu", "--local-batch-norm", "--linear-bias-pass", "--regenerate-dropout"}), all);
+  apply_stack(parse({"--fused-bn-relu", "--local-batch-norm", "--linear-bias-pass", "--regenerate-dropout",
+                     "--overlap-grad-sync"}),
+              all);
   CHECK(all.fused_bn_relu);
   CHECK(all.local_batch_norm);
   CHECK(all.linear_bias_pass);
   CHECK(all.regenerate_dropout);
+  CHECK(all.overlap_grad_sync);
+  CHECK(all.cost().overlap_grad_sync);
   CHECK(all.attention == attention_kernel::materialized);
   // a linear's bias in a pass of its own costs time
   build_options bias;
   apply_stack(parse({"--linear-bias-pass"}), bias);
   CHECK(evaluate_spec(s, g, cl, bias).time > a.time);
+  // data parallelism with the gradient sync overlapped costs less time, the same memory
+  build_options overlap;
+  apply_stack(parse({"--overlap-grad-sync"}), overlap);
+  const auto dp = parse_strategy_spec("dp=2");
+  const auto plain = evaluate_spec(dp, g, cl, d), hidden = evaluate_spec(dp, g, cl, overlap);
+  CHECK(hidden.time < plain.time);
+  CHECK(hidden.memory == plain.memory);
+  CHECK_THROWS_WITH_AS(parse({"--solve", "p.json", "--overlap-grad-sync"}),
+                       doctest::Contains("--overlap-grad-sync does not apply to --solve"), invalid_argument);
 }
 }  // namespace plan_cli_test_file

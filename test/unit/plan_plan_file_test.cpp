@@ -124,6 +124,7 @@ TEST_CASE("the plan file records the software stack; a file without it reads as 
   f.attention = attention_kernel::fused;
   f.linear_bias_pass = true;
   f.regenerate_dropout = true;
+  f.overlap_grad_sync = true;
   const std::string text = write_plan_json(f);
   const auto j = nlohmann::json::parse(text);
   CHECK(j["stack"]["attention"] == "fused");
@@ -132,6 +133,7 @@ TEST_CASE("the plan file records the software stack; a file without it reads as 
   CHECK(back.attention == attention_kernel::fused);
   CHECK(back.linear_bias_pass);
   CHECK(back.regenerate_dropout);
+  CHECK(back.overlap_grad_sync);
   CHECK(!back.fused_bn_relu);
   CHECK(!back.local_batch_norm);
   // optional: removed, the defaults
@@ -140,6 +142,12 @@ TEST_CASE("the plan file records the software stack; a file without it reads as 
   const auto d = read_plan_json(old.dump());
   CHECK(d.attention == attention_kernel::materialized);
   CHECK(!d.linear_bias_pass);
+  // "overlap_grad_sync" came later: a stack without it reads as off
+  auto earlier = j;
+  earlier["stack"].erase("overlap_grad_sync");
+  CHECK(!read_plan_json(earlier.dump()).overlap_grad_sync);
+  CHECK_THROWS_WITH_AS((void)read_plan_json(with(text, "\"overlap_grad_sync\":true", "\"overlap_grad_sync\":1")),
+                       doctest::Contains("stack.overlap_grad_sync"), format_error);
   CHECK_THROWS_WITH_AS((void)read_plan_json(with(text, "\"attention\":\"fused\"", "\"attention\":\"flash\"")),
                        doctest::Contains("stack.attention: unknown attention implementation 'flash'"), format_error);
   CHECK_THROWS_WITH_AS((void)read_plan_json(with(text, "\"fused_bn_relu\":false", "\"fused_bn_relu\":0")),

@@ -31,6 +31,15 @@
 //  - Gradient sync: for each parameter the op owns (the first op listing it), over
 //    the devices that replicate it: all-reduce of its local gradient, or under
 //    shard_optimizer reduce-scatter of the gradient + all-gather of the weights.
+//    Under cost_options::overlap_grad_sync (stacks that reduce gradients while backward
+//    goes on: PyTorch DDP's buckets, Horovod, Megatron-LM's --overlap-grad-reduce) only
+//    what exceeds the op's own backward of one micro-batch is charged: the sync of the
+//    last micro-batch's gradients can run under the backward that follows it, and each
+//    op's sync is set against its own backward (plus its recomputed forward), an additive
+//    stand-in for a reduction running under the backward of the ops before it (Li et al.
+//    2020, "PyTorch Distributed: experiences on accelerating data parallel training",
+//    VLDB: gradient buckets all-reduced as soon as their gradients are ready). It
+//    lies between no overlap and the whole sync hidden behind the whole backward.
 //  - Optimizer update (Adam, elementwise, memory-bound): over the local optimizer
 //    shard (local elements / replicas under shard_optimizer), it reads the
 //    gradient, the state and the weight and writes the state and the weight:
@@ -52,7 +61,8 @@
 // recomputed ops outside a repeat are charged nothing for it.
 // Edge costs (redistribution time, saved inputs and recompute checkpoints): see
 // edge_cost.hpp.
-// Simplifications (stated, not hidden): no overlap of communication with compute;
+// Simplifications (stated, not hidden): no overlap of communication with compute but
+// the gradient sync's under overlap_grad_sync;
 // memory is the sum of what is kept (the working set of the running op and the
 // order in which buffers live are in plan/memory_peak.hpp's peak); a shared (tied) parameter is stored, synchronized and charged by its
 // first op only, even when a later op reads it under another layout; layouts with
@@ -88,6 +98,9 @@ struct cost_options {
   /// A linear's own bias is added by a pass of its own over the output (PyTorch's
   /// nn.Linear before the cuBLASLt bias epilogue; kernel_traffic.hpp).
   bool linear_bias_pass = false;
+  /// The gradient sync overlaps backward: only its excess over the op's backward of one
+  /// micro-batch is charged (file comment). Off: the CPU runtime syncs after backward.
+  bool overlap_grad_sync = false;
   /// Micro-batches whose gradients one iteration sums (accumulated_micro_batches - 1
   /// adds); 0: micro_batches. A pipeline stage sets k here and the k + p - 1 slots of
   /// 1F1B in micro_batches (cost/pipeline_cost.hpp).
@@ -102,7 +115,7 @@ struct cost_options {
     auto on = [](bool b) { return b ? " on" : " off"; };
     return "attention " + std::string(attention_kernel_name(attention)) + ", fused-bn-relu" + on(fused_bn_relu) +
            ", local-batch-norm" + on(local_batch_norm) + ", linear-bias-pass" + on(linear_bias_pass) +
-           ", regenerate-dropout" + on(regenerate_dropout);
+           ", regenerate-dropout" + on(regenerate_dropout) + ", overlap-grad-sync" + on(overlap_grad_sync);
   }
 };
 
@@ -236,6 +249,7 @@ constexpr op_cost cost_op(const op_graph& g, int i, const op_config& c, const cl
   const precision& pr = o.prec;
   const double k = double(o.micro_batches);
   op_cost r;
+  double backward_one = 0;  // the op's backward of one micro-batch (with its recomputed forward)
   if (op.kind != op_kind::input) {
     const double pts = detail::local_points(op, c);
     const double ff = op.fwd_flops_per_point * pts, bf = op.bwd_flops_per_point * pts;
@@ -284,6 +298,7 @@ constexpr op_cost cost_op(const op_graph& g, int i, const op_config& c, const cl
     }
     r.compute = seconds(k * (fwd + bwd));
     if (c.recompute) r.recompute = seconds(k * fwd);
+    backward_one = bwd + (c.recompute ? fwd : 0.0);
 
     double coll = 0;
     if (op.output.tensor >= 0 && facts.readers == 0) {
@@ -366,6 +381,7 @@ constexpr op_cost cost_op(const op_graph& g, int i, const op_config& c, const cl
         r.grad_sync += all_reduce(rg, bytes(n * pr.grad_bytes), cl);
     }
   }
+  if (o.overlap_grad_sync) r.grad_sync = seconds(r.grad_sync.value > backward_one ? r.grad_sync.value - backward_one : 0.0);
   return r;
 }
 

@@ -37,6 +37,7 @@ struct published_run {
   bool local_batch_norm = false;  ///< per-device batch-norm statistics (cost_options::local_batch_norm)
   bool fused_bn_relu = false;     ///< BN fused with the ReLU / residual add after it (cost_options::fused_bn_relu)
   bool linear_bias_pass = false;  ///< a linear's bias added by a pass of its own (cost_options::linear_bias_pass)
+  bool overlap_grad_sync = false;  ///< gradients reduced while backward goes on (cost_options::overlap_grad_sync)
   index_t mlm_predictions = 0;  ///< BERT: masked positions the MLM head runs on (0: every token)
   index_t computed_seq_bound = 0;  ///< binned batches: bound on mean tokens computed per sequence (0: seq)
   // what was measured

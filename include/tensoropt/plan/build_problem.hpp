@@ -33,10 +33,11 @@ struct build_options {
   bool local_batch_norm = false;    ///< see cost_options (published runs without SyncBN)
   bool fused_bn_relu = false;       ///< see cost_options (stacks fusing BN with the ReLU after it)
   bool linear_bias_pass = false;    ///< see cost_options (stacks adding a linear's bias in a pass of its own)
+  bool overlap_grad_sync = false;   ///< see cost_options (stacks reducing gradients while backward goes on)
   index_t accumulated_micro_batches = 0;  ///< see cost_options (0: micro_batches; k under 1F1B)
   constexpr cost_options cost() const {
-    return {prec, micro_batches, attention, regenerate_dropout, local_batch_norm, fused_bn_relu, linear_bias_pass,
-            accumulated_micro_batches};
+    return {prec,           micro_batches,    attention,         regenerate_dropout, local_batch_norm,
+            fused_bn_relu,  linear_bias_pass, overlap_grad_sync, accumulated_micro_batches};
   }
 };
 

@@ -46,6 +46,7 @@ struct plan_cli {
   // the software stack the cost model assumes (cost_options)
   std::string attention = "materialized";  ///< attention cores: materialized or fused
   bool fused_bn_relu = false, local_batch_norm = false, linear_bias_pass = false, regenerate_dropout = false;
+  bool overlap_grad_sync = false;
 
   given_flags given;  ///< the flags the command line named
   bool model_given() const { return given.has("model"); }
@@ -123,6 +124,9 @@ struct reflection<plan_cli> {
                                                       "own over the output (no cuBLASLt bias epilogue); default off"),
       field("regenerate-dropout", &c::regenerate_dropout, "software stack: dropout masks are regenerated in "
                                                           "backward instead of kept (the CPU runtime does); default off"),
+      field("overlap-grad-sync", &c::overlap_grad_sync, "software stack: the data-parallel gradient sync runs "
+                                                        "while backward goes on (PyTorch DDP, Horovod); only its "
+                                                        "excess over each op's backward is charged; default off"),
       field("no-baselines", &c::no_baselines, "skip the baselines"),
       field("quiet", &c::quiet, "no progress on stderr"),
       field("help", &c::help, "print this help"));
@@ -167,7 +171,7 @@ inline plan_cli parse_plan_cli(int argc, const char* const* argv) {
         "model",         "devices",    "nodes",        "gpus-per-node", "gpu",      "gpu-file",
         "precision",     "batch",      "device-counts", "time-target",  "problem-json", "no-baselines",
         "save-plan",     "strategy",   "attention",     "fused-bn-relu", "local-batch-norm", "linear-bias-pass",
-        "regenerate-dropout"};
+        "regenerate-dropout", "overlap-grad-sync"};
     for (auto f : model_flags)
       if (g.has(f))
         throw invalid_argument("--" + std::string(f) + " does not apply to --solve, which reads the problem "
@@ -189,7 +193,8 @@ inline plan_cli parse_plan_cli(int argc, const char* const* argv) {
 }
 
 /// Sets the software-stack switches of `b` (cost_options) from --attention,
-/// --fused-bn-relu, --local-batch-norm, --linear-bias-pass and --regenerate-dropout.
+/// --fused-bn-relu, --local-batch-norm, --linear-bias-pass, --regenerate-dropout and
+/// --overlap-grad-sync.
 /// Throws invalid_argument on an unknown --attention value.
 inline void apply_stack(const plan_cli& c, build_options& b) {
   b.attention = parse_attention_kernel(c.attention);
@@ -197,6 +202,7 @@ inline void apply_stack(const plan_cli& c, build_options& b) {
   b.local_batch_norm = c.local_batch_norm;
   b.linear_bias_pass = c.linear_bias_pass;
   b.regenerate_dropout = c.regenerate_dropout;
+  b.overlap_grad_sync = c.overlap_grad_sync;
 }
 
 }  // namespace tensoropt

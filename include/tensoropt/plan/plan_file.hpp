@@ -9,7 +9,9 @@
 //     "precision": "fp32" | "bf16-mixed",
 //     "stack": {"attention": "materialized" | "fused", "fused_bn_relu": <bool>,
 //               "local_batch_norm": <bool>, "linear_bias_pass": <bool>,
-//               "regenerate_dropout": <bool>},   (optional: the cost model's software stack)
+//               "regenerate_dropout": <bool>, "overlap_grad_sync": <bool>},
+//                                                (optional: the cost model's software stack;
+//                                                 "overlap_grad_sync" optional in it, absent = false)
 //     "micro_batches": <k>,
 //     "time": <s per iteration, predicted>, "memory": <bytes per device, predicted: the runtime peak>,
 //     "summary": "<one line>",
@@ -69,6 +71,7 @@ struct plan_file {
   /// the software stack of the prediction ("stack"; cost_options)
   attention_kernel attention = attention_kernel::materialized;
   bool fused_bn_relu = false, local_batch_norm = false, linear_bias_pass = false, regenerate_dropout = false;
+  bool overlap_grad_sync = false;
   int micro_batches = 1;
   seconds time{};
   bytes memory{};
@@ -87,6 +90,7 @@ struct plan_file {
     local_batch_norm = b.local_batch_norm;
     linear_bias_pass = b.linear_bias_pass;
     regenerate_dropout = b.regenerate_dropout;
+    overlap_grad_sync = b.overlap_grad_sync;
   }
 };
 
@@ -141,7 +145,7 @@ inline std::string write_plan_json(const plan_file& f) {
   head["precision"] = f.precision;
   head["stack"] = {{"attention", attention_kernel_name(f.attention)}, {"fused_bn_relu", f.fused_bn_relu},
                    {"local_batch_norm", f.local_batch_norm}, {"linear_bias_pass", f.linear_bias_pass},
-                   {"regenerate_dropout", f.regenerate_dropout}};
+                   {"regenerate_dropout", f.regenerate_dropout}, {"overlap_grad_sync", f.overlap_grad_sync}};
   head["micro_batches"] = f.micro_batches;
   head["time"] = f.time / seconds(1);
   head["memory"] = to_byte_count(f.memory);
@@ -270,6 +274,8 @@ inline plan_file read_plan_json(std::string_view text) {
     f.linear_bias_pass = detail::plan_json_bool(json_field(st, "linear_bias_pass", "stack"), "stack.linear_bias_pass");
     f.regenerate_dropout =
         detail::plan_json_bool(json_field(st, "regenerate_dropout", "stack"), "stack.regenerate_dropout");
+    if (st.contains("overlap_grad_sync"))  // added later: absent = off
+      f.overlap_grad_sync = detail::plan_json_bool(st["overlap_grad_sync"], "stack.overlap_grad_sync");
   }
   f.micro_batches = int(plan_json_int(json_field(j, "micro_batches", ""), "micro_batches", 1, INT32_MAX));
   f.time = from_picoseconds(detail::json_seconds(json_field(j, "time", ""), "time"));
