@@ -156,18 +156,31 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
   if (bounds.known && bounds.skip_epsilon > inner.epsilon) {
     solve_options co = o;
     co.epsilon = bounds.skip_epsilon;
-    const auto cp = detail::repeated_parts(p, rb, s, co, true);
+    // First T's coarse tables alone, with A and Z below one corner (their least time and
+    // least memory, exact scalar searches): the layer's table is what M multiplies; A's and
+    // Z's coarse tables are solved only when that test fails.
+    detail::repeated_tables cp;
+    detail::solve_parts(p, rb, s, co, true, detail::part_t, cp);
+    const auto corner = detail::ends_corner(p, rb, s);
     take_known();
     if (!skip_reason.empty()) return skip_whole(skip_reason, true);
-    if (cp.a.note.empty() && cp.t.note.empty() && cp.z.note.empty() &&
-        detail::layouts_covered(detail::per_layout(cp, s), bounds.skip_epsilon, M, others, limit, o.epsilon)) {
-      char e[32];
-      std::snprintf(e, sizeof e, "%g", bounds.skip_epsilon);
-      return skip_whole("fast mode, skipped before its per-layer solves: points of other searches lie within "
-                        "(1 + epsilon) of a lower bound of every boundary layout (per-layer solves at epsilon " +
-                            std::string(e) + ", composed by the convex bound)",
-                        false);
+    char e[32];
+    std::snprintf(e, sizeof e, "%g", bounds.skip_epsilon);
+    std::string by;
+    if (cp.t.note.empty() && detail::layouts_covered_by_t(detail::t_per_layout(cp.t, s), corner, bounds.skip_epsilon,
+                                                          M, others, limit, o.epsilon)) {
+      by = "the layer's per-layer solve at epsilon " + std::string(e) + ", the ends below their least time and memory";
+    } else {
+      detail::solve_parts(p, rb, s, co, true, detail::part_a | detail::part_z, cp);
+      if (cp.a.note.empty() && cp.t.note.empty() && cp.z.note.empty() &&
+          detail::layouts_covered(detail::per_layout(cp, s), bounds.skip_epsilon, M, others, limit, o.epsilon))
+        by = "per-layer solves at epsilon " + std::string(e);
     }
+    if (!by.empty())
+      return skip_whole("fast mode, skipped before its per-layer solves: points of other searches lie within "
+                        "(1 + epsilon) of a lower bound of every boundary layout (" + by +
+                            ", composed by the convex bound)",
+                        false);
   } else if (bounds.known) {
     take_known();
     if (!skip_reason.empty()) return skip_whole(skip_reason, true);

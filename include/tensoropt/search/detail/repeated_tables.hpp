@@ -39,15 +39,18 @@ struct repeated_tables {
   std::vector<int> ra, rt, rz;    // subproblem node -> node of the problem (-1: the copy)
 };
 
-/// Solves the three tables of `p` split by `s` with options `o`; `diagonal`: T only where its
-/// input and output take one layout (fast mode's restriction).
-inline repeated_tables repeated_parts(const problem& p, const repeated_block& rb, const repeated_split& s,
-                                      const solve_options& o, bool diagonal) {
+/// Which of the three tables repeated_parts solves (bits).
+enum : unsigned { part_a = 1, part_t = 2, part_z = 4, all_parts = 7 };
+
+/// Solves the tables of `p` split by `s` with options `o` that `parts` names, into `out`
+/// (the others are left as they are); `diagonal`: T only where its input and output take one
+/// layout (fast mode's restriction).
+inline void solve_parts(const problem& p, const repeated_block& rb, const repeated_split& s, const solve_options& o,
+                        bool diagonal, unsigned parts, repeated_tables& out) {
   const std::size_t L = rb.instances.size();
   const int o0 = rb.instances[0][std::size_t(s.boundary)];
   const int o1 = rb.instances[1][std::size_t(s.boundary)];
   const int olast = rb.instances[L - 2][std::size_t(s.boundary)];
-  repeated_tables out;
   const problem pa = subproblem(p, s.a_nodes, -1, s.reps, p.memory_offset, out.ra);
   const problem qt = fed_subproblem(p, rb.instances[1], o0, s.reps, out.rt);
   const problem qz = fed_subproblem(p, s.z_nodes, olast, s.reps, out.rz);
@@ -72,10 +75,44 @@ inline repeated_tables repeated_parts(const problem& p, const repeated_block& rb
     for (std::size_t b = 0; b < copy_class.size(); ++b) copy_class[b] = int(b);
     t_classes = {copy_class, s.group};
   }
-  out.a = conditioned(pa, {local(out.ra, o0)}, local(out.ra, o0), {});
-  out.t = conditioned(qt, {0, local(out.rt, o1)}, local(out.rt, o1), t_classes);
-  out.z = conditioned(qz, {0}, -1, {});
+  if (parts & part_a) out.a = conditioned(pa, {local(out.ra, o0)}, local(out.ra, o0), {});
+  if (parts & part_t) out.t = conditioned(qt, {0, local(out.rt, o1)}, local(out.rt, o1), t_classes);
+  if (parts & part_z) out.z = conditioned(qz, {0}, -1, {});
+}
+
+/// Solves the three tables of `p` split by `s` (see solve_parts).
+inline repeated_tables repeated_parts(const problem& p, const repeated_block& rb, const repeated_split& s,
+                                      const solve_options& o, bool diagonal) {
+  repeated_tables out;
+  solve_parts(p, rb, s, o, diagonal, all_parts, out);
   return out;
+}
+
+/// The least time and the least memory of any strategy of `q` (exact single-objective
+/// searches; the two may come from different strategies): a point at or below all of them.
+inline candidate least_corner(const problem& q) {
+  problem t = q, m = q;
+  t.memory_offset = 0;
+  for (auto& n : t.nodes)
+    for (auto& c : n.configs) c.memory = 0;
+  for (auto& e : t.edges) std::fill(e.memory.begin(), e.memory.end(), cost_t(0));
+  for (auto& n : m.nodes)
+    for (auto& c : n.configs) c.time = 0;
+  for (auto& e : m.edges) std::fill(e.time.begin(), e.time.end(), cost_t(0));
+  const auto ft = solve(t), fm = solve(m);
+  require<runtime_error>(!ft.points.empty() && !fm.points.empty(), "least_corner: a search returned no point");
+  return {ft.points.front().time, fm.points.front().memory, -1, -1};
+}
+
+/// The corners of A and Z (least_corner of their subproblems, over every layout) added: a
+/// point at or below every point of A(b) (+) Z(b) for every b.
+inline candidate ends_corner(const problem& p, const repeated_block& rb, const repeated_split& s) {
+  const std::size_t L = rb.instances.size();
+  std::vector<int> ra, rz;
+  const problem pa = subproblem(p, s.a_nodes, -1, s.reps, p.memory_offset, ra);
+  const problem qz = fed_subproblem(p, s.z_nodes, rb.instances[L - 2][std::size_t(s.boundary)], s.reps, rz);
+  const candidate a = least_corner(pa), z = least_corner(qz);
+  return {a.time + z.time, a.memory + z.memory, -1, -1};
 }
 
 /// Fast mode's tables per boundary layout b: A(b), T(b) (input and output in b) and Z(b)
@@ -92,31 +129,43 @@ inline std::size_t copy_cell(const conditioned_frontier& f, std::size_t b) {
   return 0;
 }
 
+inline frontier table_cell(const conditioned_frontier& f, std::size_t c) {
+  return frontier{{f.pts.begin() + std::ptrdiff_t(f.start[c]), f.pts.begin() + std::ptrdiff_t(f.start[c + 1])}};
+}
+inline std::vector<candidate> as_candidates(const frontier& f) {
+  std::vector<candidate> c;
+  for (auto& q : f.points) c.push_back({q.time, q.memory, q.tag, -1});
+  return c;
+}
+
+/// T(b) of table `t` for every layout b (input and output in b; see per_layout).
+inline std::vector<std::vector<candidate>> t_per_layout(const conditioned_frontier& t, const repeated_split& s) {
+  std::vector<std::vector<candidate>> out(s.reps.size());
+  const std::size_t mo_t = t.dims[1];
+  for (std::size_t b = 0; b < out.size(); ++b) {
+    frontier tb;
+    const std::size_t bt = copy_cell(t, b);
+    for (std::size_t d = 0; d < mo_t; ++d)
+      if (std::size_t(s.group[std::size_t(t.configs[1][d][0])]) == b) tb = frontier_union(tb, table_cell(t, bt * mo_t + d));
+    out[b] = as_candidates(tb);
+  }
+  return out;
+}
+
 inline layout_tables per_layout(const repeated_tables& r, const repeated_split& s) {
   const std::size_t nb = s.reps.size();
-  auto cell = [](const conditioned_frontier& f, std::size_t c) {
-    return frontier{{f.pts.begin() + std::ptrdiff_t(f.start[c]), f.pts.begin() + std::ptrdiff_t(f.start[c + 1])}};
-  };
-  auto as_candidates = [](const frontier& f) {
-    std::vector<candidate> c;
-    for (auto& q : f.points) c.push_back({q.time, q.memory, q.tag, -1});
-    return c;
-  };
+  const auto cell = table_cell;
   layout_tables out;
   out.a.resize(nb);
-  out.t.resize(nb);
   out.z.resize(nb);
-  const std::size_t mo_a = r.a.dims[0], mo_t = r.t.dims[1];
+  out.t = t_per_layout(r.t, s);
+  const std::size_t mo_a = r.a.dims[0];
   for (std::size_t b = 0; b < nb; ++b) {
-    frontier ab, tb;
+    frontier ab;
     for (std::size_t d = 0; d < mo_a; ++d)
       if (std::size_t(s.group[std::size_t(r.a.configs[0][d][0])]) == b) ab = frontier_union(ab, cell(r.a, d));
-    const std::size_t bt = copy_cell(r.t, b);
-    for (std::size_t d = 0; d < mo_t; ++d)
-      if (std::size_t(s.group[std::size_t(r.t.configs[1][d][0])]) == b) tb = frontier_union(tb, cell(r.t, bt * mo_t + d));
     out.a[b] = as_candidates(ab);
     out.z[b] = as_candidates(cell(r.z, copy_cell(r.z, b)));
-    out.t[b] = as_candidates(tb);
   }
   return out;
 }
@@ -136,6 +185,21 @@ inline hull_chain powered_chain(const std::vector<candidate>& a, const std::vect
                                 const std::vector<candidate>& z, std::size_t m) {
   const auto ha = lower_hull(a), ht = lower_hull(t), hz = lower_hull(z);
   return hull_sum({&ha, &ht, &hz}, {1, cost_t(m), 1});
+}
+
+/// layouts_covered with A and Z replaced by one corner below all of theirs (ends_corner):
+/// only T's coarse tables `t` (per layout, solved at epsilon `e`) are needed. The chain
+/// corner (+) M lower_hull(T_c / (1 + e)) lies at or below the full test's chain, so when
+/// this test passes, so would that one.
+inline bool layouts_covered_by_t(const std::vector<std::vector<candidate>>& t, const candidate& corner, double e,
+                                 std::size_t m, const std::vector<candidate>& known, cost_t limit, double slack) {
+  const std::vector<candidate> ends{corner};
+  const std::vector<candidate> zero{{0, 0, -1, -1}};
+  for (const auto& tb : t) {
+    if (tb.empty()) continue;
+    if (!covers_chain(known, powered_chain(ends, lowered(tb, e), zero, m), limit, slack)) return false;
+  }
+  return true;
 }
 
 /// True when `known` (a staircase of points guaranteed by other searches) lies within
