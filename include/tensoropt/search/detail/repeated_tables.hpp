@@ -22,6 +22,15 @@
 // slack = epsilon the union keeps its bound without this search, which then returns
 // nothing and solves nothing more. The coarse solves cost a fraction of the exact ones
 // (their frontiers are pruned much harder); the figures are in README's "Speed, honestly".
+//
+// In two steps. The chain is mostly M hull(T): first only T's coarse table is solved, and A
+// and Z are put below one corner, their least time and least memory over every layout
+// (exact single-objective searches, `ends_corner`): every point of A(b) (+) Z(b) lies at or
+// above it, so corner (+) M lower_hull(T_c / (1 + e_c)) lies below every exact point of
+// every layout, and when the known points cover it the search is skipped having solved one
+// table of three. Only when that fails are A's and Z's coarse tables solved for the test
+// above. On gpt3-39b (8 x 8 V100-16GB, epsilon 0.01) the first step skips k = 4 to 32 and
+// the second k = 64.
 #pragma once
 #include <algorithm>
 #include <cmath>
