@@ -48,10 +48,9 @@ op_graph graph_of(const published_run& r, index_t seq = 0) {
 /// Variants of the model for what-if prints. `no_latency`: the links' per-message
 /// latency set to 0 (collectives as few fused calls would cost, e.g. Horovod's
 /// tensor fusion, instead of one per parameter); `flat_gemm`: no contraction-length
-/// factor (device::gemm_k0 = 0); `no_bias_pass`: the row's linear_bias_pass off;
-/// `no_overlap`: the row's overlap_grad_sync off.
+/// factor (device::gemm_k0 = 0); `no_bias_pass`: the row's linear_bias_pass off.
 struct variant {
-  bool no_latency = false, flat_gemm = false, no_bias_pass = false, no_overlap = false;
+  bool no_latency = false, flat_gemm = false, no_bias_pass = false;
 };
 
 spec_evaluation evaluate_row(const published_run& r, index_t micro_batches = 0, index_t seq = 0,
@@ -67,7 +66,7 @@ spec_evaluation evaluate_row(const published_run& r, index_t micro_batches = 0, 
   bo.local_batch_norm = r.local_batch_norm;
   bo.fused_bn_relu = r.fused_bn_relu;
   bo.linear_bias_pass = r.linear_bias_pass && !v.no_bias_pass;
-  bo.overlap_grad_sync = r.overlap_grad_sync && !v.no_overlap;
+  bo.overlap_grad_sync = r.overlap_grad_sync;
   return evaluate_spec(parse_strategy_spec(r.strategy), graph_of(r, seq), cl, bo);
 }
 
@@ -350,12 +349,9 @@ TEST_CASE("published runs: data-parallel scaling of ResNet-50, N-GPU step over 1
     CHECK(fused_calls <= predicted);
     if (p.held) CHECK(within(predicted, measured, 0.05));
     // the rows' overlap switch flipped (off for MXNet, on for PyTorch; file comment)
-    const variant flip{.no_overlap = b.overlap_grad_sync};
-    auto flipped = [&](const published_run& r) {
-      if (r.overlap_grad_sync) return evaluate_row(r, 0, 0, flip).time;
-      published_run on = r;
-      on.overlap_grad_sync = true;
-      return evaluate_row(on).time;
+    auto flipped = [](published_run r) {
+      r.overlap_grad_sync = !r.overlap_grad_sync;
+      return evaluate_row(r).time;
     };
     const double fa = flipped(a), fb = flipped(b);
     std::printf("%-34s   overlap_grad_sync %s: step %+.1f%% against measured, ratio %.3f\n", std::string(b.name).c_str(),

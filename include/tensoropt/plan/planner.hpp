@@ -25,10 +25,11 @@
 // jobs are started at once). Measured on gpt3-39b (8 x 8 V100-16GB, epsilon 0.01, 2
 // threads): 159 s wall / 178 s CPU -> 108 s / 202 s, the same 497 points; before, every
 // job waited for the others before its own first solve, so one core did nearly all of it.
-// (With the two-step skip test of search/detail/repeated_tables.hpp: 86 s / 146 s.) Baselines (data parallelism, Megatron tensor
-// parallelism of every legal degree with data parallelism over the rest, and the
-// single-objective optimum: the least time with no memory limit, as OptCNN finds it) are
-// costed on the same model and placed against the frontier.
+// (With the two-step skip test of search/detail/repeated_tables.hpp: 86 s / 146 s.)
+// Baselines (data parallelism, Megatron tensor parallelism of every legal degree with data
+// parallelism over the rest, and the single-objective optimum: the least time with no
+// memory limit, as OptCNN finds it) are costed on the same model and placed against the
+// frontier.
 #pragma once
 #include <algorithm>
 #include <atomic>

@@ -35,6 +35,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <utility>
 #include <vector>
 #include "../solve.hpp"
 #include "hull_bound.hpp"
@@ -51,18 +52,23 @@ struct repeated_tables {
 /// Which of the three tables repeated_parts solves (bits).
 enum : unsigned { part_a = 1, part_t = 2, part_z = 4, all_parts = 7 };
 
+/// The subproblems of A (everything before the middle layers) and Z (the last layer and the
+/// head, fed by a copy of the last middle layer's boundary node), with their remaps.
+inline std::pair<problem, problem> ends_problems(const problem& p, const repeated_block& rb, const repeated_split& s,
+                                                 std::vector<int>& ra, std::vector<int>& rz) {
+  const int olast = rb.instances[rb.instances.size() - 2][std::size_t(s.boundary)];
+  return {subproblem(p, s.a_nodes, -1, s.reps, p.memory_offset, ra), fed_subproblem(p, s.z_nodes, olast, s.reps, rz)};
+}
+
 /// Solves the tables of `p` split by `s` with options `o` that `parts` names, into `out`
 /// (the others are left as they are); `diagonal`: T only where its input and output take one
 /// layout (fast mode's restriction).
 inline void solve_parts(const problem& p, const repeated_block& rb, const repeated_split& s, const solve_options& o,
                         bool diagonal, unsigned parts, repeated_tables& out) {
-  const std::size_t L = rb.instances.size();
   const int o0 = rb.instances[0][std::size_t(s.boundary)];
   const int o1 = rb.instances[1][std::size_t(s.boundary)];
-  const int olast = rb.instances[L - 2][std::size_t(s.boundary)];
-  const problem pa = subproblem(p, s.a_nodes, -1, s.reps, p.memory_offset, out.ra);
+  const auto [pa, qz] = ends_problems(p, rb, s, out.ra, out.rz);
   const problem qt = fed_subproblem(p, rb.instances[1], o0, s.reps, out.rt);
-  const problem qz = fed_subproblem(p, s.z_nodes, olast, s.reps, out.rz);
   const auto local = local_index;
   auto conditioned = [&](const problem& q, const std::vector<int>& keep, int o_at,
                          const std::vector<std::vector<int>>& classes) {
@@ -116,10 +122,8 @@ inline candidate least_corner(const problem& q) {
 /// The corners of A and Z (least_corner of their subproblems, over every layout) added: a
 /// point at or below every point of A(b) (+) Z(b) for every b.
 inline candidate ends_corner(const problem& p, const repeated_block& rb, const repeated_split& s) {
-  const std::size_t L = rb.instances.size();
   std::vector<int> ra, rz;
-  const problem pa = subproblem(p, s.a_nodes, -1, s.reps, p.memory_offset, ra);
-  const problem qz = fed_subproblem(p, s.z_nodes, rb.instances[L - 2][std::size_t(s.boundary)], s.reps, rz);
+  const auto [pa, qz] = ends_problems(p, rb, s, ra, rz);
   const candidate a = least_corner(pa), z = least_corner(qz);
   return {a.time + z.time, a.memory + z.memory, -1, -1};
 }
@@ -163,7 +167,6 @@ inline std::vector<std::vector<candidate>> t_per_layout(const conditioned_fronti
 
 inline layout_tables per_layout(const repeated_tables& r, const repeated_split& s) {
   const std::size_t nb = s.reps.size();
-  const auto cell = table_cell;
   layout_tables out;
   out.a.resize(nb);
   out.z.resize(nb);
@@ -172,9 +175,9 @@ inline layout_tables per_layout(const repeated_tables& r, const repeated_split& 
   for (std::size_t b = 0; b < nb; ++b) {
     frontier ab;
     for (std::size_t d = 0; d < mo_a; ++d)
-      if (std::size_t(s.group[std::size_t(r.a.configs[0][d][0])]) == b) ab = frontier_union(ab, cell(r.a, d));
+      if (std::size_t(s.group[std::size_t(r.a.configs[0][d][0])]) == b) ab = frontier_union(ab, table_cell(r.a, d));
     out.a[b] = as_candidates(ab);
-    out.z[b] = as_candidates(cell(r.z, copy_cell(r.z, b)));
+    out.z[b] = as_candidates(table_cell(r.z, copy_cell(r.z, b)));
   }
   return out;
 }
@@ -196,10 +199,11 @@ inline hull_chain powered_chain(const std::vector<candidate>& a, const std::vect
   return hull_sum({&ha, &ht, &hz}, {1, cost_t(m), 1});
 }
 
-/// layouts_covered with A and Z replaced by one corner below all of theirs (ends_corner):
-/// only T's coarse tables `t` (per layout, solved at epsilon `e`) are needed. The chain
-/// corner (+) M lower_hull(T_c / (1 + e)) lies at or below the full test's chain, so when
-/// this test passes, so would that one.
+/// layouts_covered with A and Z replaced by one corner at or below all of their exact points
+/// (ends_corner): only T's coarse tables `t` (per layout, solved at epsilon `e`) are needed.
+/// The chain corner (+) M lower_hull(T_c / (1 + e)) lies below every exact point of every
+/// layout (the header); it is neither above nor below the full test's chain in general
+/// (lowered coarse points may lie below the exact least time), so the two tests differ.
 inline bool layouts_covered_by_t(const std::vector<std::vector<candidate>>& t, const candidate& corner, double e,
                                  std::size_t m, const std::vector<candidate>& known, cost_t limit, double slack) {
   const std::vector<candidate> ends{corner};
