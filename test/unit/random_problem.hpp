@@ -14,6 +14,14 @@
 namespace rand_problem {
 namespace to = tensoropt;
 
+// The sanitizer build runs about 10x slower: the brute-force loops of the repeated-block
+// tests run a third of their random problems there (the Release build runs all of them).
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr int brute_force_share = 3;
+#else
+inline constexpr int brute_force_share = 1;
+#endif
+
 struct shape_kind {
   enum value { chain, tree, series_parallel, dag, forest };
 };

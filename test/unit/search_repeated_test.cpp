@@ -47,7 +47,7 @@ std::vector<cost_pair> costs(const to::frontier_result& r) {
 TEST_CASE("powered repeated blocks equal brute force under the one-layout restriction") {
   std::mt19937_64 rng(8);
   int tested = 0, equal_to_exact = 0, hull_skips = 0;
-  for (int it = 0; it < 300; ++it) {
+  for (int it = 0; it < 300 / rand_problem::brute_force_share; ++it) {
     const int pre = int(rng() % 3), suf = int(rng() % 3), m = 1 + int(rng() % 3), L = 3 + int(rng() % 4);
     const auto g = random_repeated(rng, pre, L, m, suf, 3, it % 2 == 1);
     if (strategies(g.p) > 300000) continue;
@@ -70,7 +70,7 @@ TEST_CASE("powered repeated blocks equal brute force under the one-layout restri
     hull_skips += r.note.find("(0 skipped by a convex lower bound") == std::string::npos;
     ++tested;
   }
-  CHECK(tested > 150);
+  CHECK(tested > 150 / rand_problem::brute_force_share);
   // layouts skipped before composing (the convex lower bound) occur and keep the frontier exact
   CHECK(hull_skips > 0);
   // the restriction bites on some random problems (their optima change layout), not on all
