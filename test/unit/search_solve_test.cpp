@@ -106,9 +106,9 @@ TEST_CASE("exact frontier equals brute force on 400 random problems; every choic
   MESSAGE("problems checked: " << checked << ", frontier points: " << points);
 }
 
-// Single-objective problems (every time 0, as the planners' least-memory and weighted
-// searches make them) take the eliminator's one-point-per-cell pass; with only the
-// memories zeroed the least-memory sum rarely has the least time, so the merge runs.
+// Single-objective problems: with every time 0 (as the planners' least-memory and weighted
+// searches make them) the eliminator takes its one-point-per-cell pass; with every memory 0
+// the merge runs on one-point frontiers.
 TEST_CASE("single-objective problems: the one point is brute force's least, and re-costs exactly") {
   std::mt19937_64 rng(777);
   int checked = 0;

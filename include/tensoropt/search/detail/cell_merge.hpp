@@ -155,27 +155,6 @@ struct cell_merger {
   constexpr void run(double delta, cost_t limit = std::numeric_limits<cost_t>::max()) {
     heap.clear();
     out.clear();
-    if (rows.empty()) return;
-    // Every row one point (every span of every cv one point: a scalar search, whose times
-    // are all 0, or a cell of single points): when the first point in the merge's order
-    // (least memory, then time, then row) also has the least time, it dominates or ties
-    // every other point, and the merge would keep it alone. One scan instead of a sort.
-    {
-      bool single = true;
-      merge_item first{};
-      cost_t least_time = 0;
-      for (std::size_t r = 0; r < rows.size() && single; ++r) {
-        const auto& s = plans[rows[r].cv].s;
-        single = s.n == 1;
-        const merge_item x{rows[r].memory + s.p[0].memory, rows[r].time + s.p[0].time, std::uint32_t(r), 0};
-        if (r == 0 || heap_after{}(first, x)) first = x;
-        least_time = r == 0 ? x.time : std::min(least_time, x.time);
-      }
-      if (single && first.time == least_time) {
-        if (first.memory <= limit) out.push_back(first);
-        return;
-      }
-    }
     // rows enter the heap only when the sweep reaches their first point, so the heap
     // holds the rows still competing, not all of them (a row whose every point is
     // dominated on entry never enters)

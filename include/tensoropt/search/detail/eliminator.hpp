@@ -306,49 +306,42 @@ class eliminator : factor_store {
       const factor& fs = factors_[ids[std::size_t(sf)]];
       return trace_.join(tag, fs.pts[fs.start[off[std::size_t(sf)] + cv * vstride[std::size_t(sf)]] + j].tag);
     };
-    // Every joined factor with at most one point per cell (a scalar search: every time 0,
-    // one point per frontier): a cell whose least-memory sum (ties: less time, then the
-    // smaller cv) also has the least time is that sum alone, which the merge would keep
-    // alone; it is found by one pass over cv (cell_merger's rows and plans are not built).
+    // A single-objective search (every time 0, so every frontier one point, as the
+    // planners' least-memory and weighted searches make them): each cell is the least-memory
+    // sum over cv (ties: the smaller cv), which the merge would keep alone; it is found by
+    // one pass over cv (cell_merger's rows and plans are not built). Taken only when every
+    // joined factor has at most one point per cell, each of time 0, where it always holds.
     bool single = true;
     for (std::size_t f = 0; f < m && single; ++f) {
       const factor& fa = factors_[ids[f]];
       for (std::size_t x = 0; x + 1 < fa.start.size() && single; ++x) single = fa.start[x + 1] - fa.start[x] <= 1;
+      for (std::size_t q = 0; q < fa.pts.size() && single; ++q) single = fa.pts[q].time == 0;
     }
     cell_merger merge;
     for (std::size_t c = 0; c < cells; ++c) {
       bool done = false;
       if (single && !hit && !(masked && !wanted(s, idx))) {
-        bool any = false, empty = false;
-        cost_t bt = 0, bm = 0, least = 0;
+        bool any = false;
+        cost_t bm = 0;
         std::size_t bcv = 0;
         for (std::size_t cv = 0; cv < dv; ++cv) {
-          cost_t t = 0, mem = 0;
-          empty = false;
+          cost_t mem = 0;
+          bool empty = false;
           for (std::size_t f = 0; f < m && !empty; ++f) {
             const factor& fa = factors_[ids[f]];
             const std::size_t at = off[f] + cv * vstride[f];
             empty = fa.start[at + 1] == fa.start[at];
-            if (!empty) {
-              t += fa.pts[fa.start[at]].time;
-              mem += fa.pts[fa.start[at]].memory;
-            }
+            if (!empty) mem += fa.pts[fa.start[at]].memory;
           }
-          if (empty) continue;
-          if (!any || mem < bm || (mem == bm && t < bt)) {
-            bt = t;
-            bm = mem;
-            bcv = cv;
-          }
-          least = any ? std::min(least, t) : t;
+          if (empty || (any && mem >= bm)) continue;
+          bm = mem;
+          bcv = cv;
           any = true;
         }
-        if (!any || bt == least) {
-          done = true;
-          if (any && bm <= lim) {
-            g.pts.push_back({bt, bm, tag_of(bcv, -1, 0, 0, -1)});
-            rec.prov.push_back({std::uint32_t(bcv), -1, 0, 0, -1});
-          }
+        done = true;
+        if (any && bm <= lim) {
+          g.pts.push_back({0, bm, tag_of(bcv, -1, 0, 0, -1)});
+          rec.prov.push_back({std::uint32_t(bcv), -1, 0, 0, -1});
         }
       }
       if (done) {
