@@ -41,8 +41,8 @@ require_labels() {
 echo "== Test build (Release, -O1)"
 cmake -S . -B build-test -G Ninja -DCMAKE_BUILD_TYPE=Release -DTENSOROPT_BUILD_TESTS=ON \
       "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG" "-DCMAKE_CUDA_FLAGS_RELEASE=-O1 -DNDEBUG" \
-      -DTENSOROPT_BUILD_EXAMPLES=ON -DTENSOROPT_BUILD_BENCH=ON -DTENSOROPT_ENABLE_CUDA=ON \
-      -DTENSOROPT_SANITIZE=OFF -DTENSOROPT_REQUIRE_ALL=ON >/dev/null
+      -DTENSOROPT_BUILD_EXAMPLES=ON -DTENSOROPT_BUILD_BENCH=ON -DTENSOROPT_BENCH_UNOPTIMIZED=ON \
+      -DTENSOROPT_ENABLE_CUDA=ON -DTENSOROPT_SANITIZE=OFF -DTENSOROPT_REQUIRE_ALL=ON >/dev/null
 cmake --build build-test -j "$jobs"
 labels=(unit static fail fuzz deploy example mpi browser)
 if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then labels+=(gpu); fi
