@@ -47,11 +47,10 @@
 // as without skipping). That is checked at the region's least memory, just below the
 // memory of each point found (where the best time found changes) and at the limit. The
 // bounds are computed lazily: the least time only when a point found already has no
-// more memory than the job's least memory and the region with the order bound as its
-// least time is not already dominated, then up to `max_lines` lines, each at the slope of
-// the points found around the memory where the region is not yet dominated. Every scalar
-// search has one point per frontier, which the eliminator takes in one pass per cell
-// (search/detail/eliminator.hpp).
+// more memory than the job's least memory, then up to `max_lines` lines, each at the
+// slope of the points found around the memory where the region is not yet dominated.
+// Every scalar search has one point per frontier, which the eliminator takes in one pass
+// per cell (search/detail/eliminator.hpp).
 // The frontier is the same with and without skipping, whatever the number of threads;
 // only the work done differs (pipeline_options::skip_by_bounds turns it off).
 #pragma once

@@ -216,10 +216,7 @@ inline job_result balanced_job(const op_graph& g, const op_graph& micro, const c
     if (!jr.over_limit && known) {
       const std::vector<known_point> u = known();
       // without a point of no more memory than the job's least, nothing can beat it
-      // the order bound may already do (no scalar search of the least time then)
-      if (!u.empty() && u.front().memory <= reg.memory && check_region(u, reg, key, so.memory_limit).dominated) {
-        jr.skipped = true;
-      } else if (!u.empty() && u.front().memory <= reg.memory) {
+      if (!u.empty() && u.front().memory <= reg.memory) {
         cost_t lt = 0;
         for (auto& r : *res) lt = std::max(lt, least_stage_time(*r.sp, o.mode, so.max_bytes));
         reg.time = std::max(reg.time, lt + sends);

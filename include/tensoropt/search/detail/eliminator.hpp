@@ -319,8 +319,15 @@ class eliminator : factor_store {
     }
     cell_merger merge;
     for (std::size_t c = 0; c < cells; ++c) {
-      bool done = false;
-      if (single && !hit && !(masked && !wanted(s, idx))) {
+      if (masked && !wanted(s, idx)) {
+        // an unwanted cell stays empty
+      } else if (hit) {
+        for (std::size_t q = hit->start[c]; q < hit->start[c + 1]; ++q) {
+          if (hit->pts[q].memory > lim) continue;
+          const memo_point& mp = hit->prov[q];
+          g.pts.push_back({hit->pts[q].time, hit->pts[q].memory, tag_of(mp.cv, mp.i, mp.j, mp.sf, mp.af)});
+        }
+      } else if (single) {
         bool any = false;
         cost_t bm = 0;
         std::size_t bcv = 0;
@@ -338,21 +345,9 @@ class eliminator : factor_store {
           bcv = cv;
           any = true;
         }
-        done = true;
         if (any && bm <= lim) {
           g.pts.push_back({0, bm, tag_of(bcv, -1, 0, 0, -1)});
           rec.prov.push_back({std::uint32_t(bcv), -1, 0, 0, -1});
-        }
-      }
-      if (done) {
-        // the cell's one point (or none) is in g
-      } else if (masked && !wanted(s, idx)) {
-        // an unwanted cell stays empty
-      } else if (hit) {
-        for (std::size_t q = hit->start[c]; q < hit->start[c + 1]; ++q) {
-          if (hit->pts[q].memory > lim) continue;
-          const memo_point& mp = hit->prov[q];
-          g.pts.push_back({hit->pts[q].time, hit->pts[q].memory, tag_of(mp.cv, mp.i, mp.j, mp.sf, mp.af)});
         }
       } else {
         merge.begin(dv);
