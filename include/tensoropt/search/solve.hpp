@@ -71,6 +71,7 @@
 #include <new>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 #include "frontier.hpp"
 #include "frontier_result.hpp"
@@ -126,9 +127,15 @@ constexpr frontier_result solve(const problem& p, const solve_options& o, Progre
 /// for none) asks for the wanted cells only: those where every kept node with classes
 /// takes a layout-config of one class; the others are left empty, and no factor over two
 /// such nodes computes them (for a layer between two boundaries in one layout: the
-/// diagonal, B cells of B^2). Exact in the wanted cells. Throws as `solve` does.
+/// diagonal, B cells of B^2). A negative class marks configs no wanted cell takes.
+/// `tied` gives classes to nodes that are not kept (node, a class per config): the
+/// strategies of a wanted cell then take configs of the cell's class at those nodes too
+/// (held when such a node is eliminated, against the nodes with classes its elimination
+/// joins; a residual add inside a layer, whose edges reach both boundaries, always meets
+/// one). Exact in the wanted cells over the strategies so held. Throws as `solve` does.
 inline conditioned_frontier solve_conditioned(const problem& p, const std::vector<int>& keep, const solve_options& o = {},
-                                              const std::vector<std::vector<int>>& classes = {}) {
+                                              const std::vector<std::vector<int>>& classes = {},
+                                              const std::vector<std::pair<int, std::vector<int>>>& tied = {}) {
   validate(p);
   detail::require(o.epsilon >= 0, "solve: epsilon must be >= 0 (0 means exact)");
   for (int v : keep)
@@ -144,6 +151,13 @@ inline conditioned_frontier solve_conditioned(const problem& p, const std::vecto
   e.keep(keep);
   for (std::size_t i = 0; i < classes.size(); ++i)
     if (!classes[i].empty()) e.classes(keep[i], classes[i]);
+  for (const auto& [v, cls] : tied) {
+    detail::require(v >= 0 && std::size_t(v) < p.nodes.size() && std::find(keep.begin(), keep.end(), v) == keep.end(),
+                    "solve_conditioned: a tied node is out of range or kept");
+    detail::require(cls.size() == p.nodes[std::size_t(v)].configs.size(),
+                    "solve_conditioned: the classes of a tied node must give one class per config");
+    e.classes(v, cls);
+  }
   auto quiet = [](const search_progress&) {};
   return e.run_kept(quiet, keep);
 }

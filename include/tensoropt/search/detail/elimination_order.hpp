@@ -32,9 +32,12 @@ struct elimination_order {
   std::size_t depth = 0;
 };
 
-/// Plans the order over `factors` (the live ones) for domains `dom`; `kept` nodes stay.
+/// Plans the order over `factors` (the live ones) for domains `dom`; `kept` nodes stay;
+/// `late` nodes (optional) go after every other one (nodes held to the classes of kept
+/// ones, eliminator::classes: eliminated last, each meets the kept nodes' classes in the
+/// factors the others made, which then hold only the wanted cells).
 constexpr elimination_order plan_elimination(const std::vector<factor>& factors, const std::vector<std::size_t>& dom,
-                                             const std::vector<bool>& kept) {
+                                             const std::vector<bool>& kept, const std::vector<bool>& late = {}) {
   elimination_order out;
   auto& order = out.order;
   auto& prune = out.prune;
@@ -83,7 +86,8 @@ constexpr elimination_order plan_elimination(const std::vector<factor>& factors,
     }
     const double work = cells * (double(dom[v]) * (1 + second) + total);
     const double rank = scope.size() <= 2 ? 0.0 : double(scope.size());
-    return rank * 1e200 + std::min(work, 1e199);
+    const double last = v < late.size() && late[v] ? 1e250 : 0.0;
+    return last + rank * 1e200 + std::min(work, 1e199);
   };
   std::vector<double> score(n, 0);
   std::vector<bool> done(n, false);
@@ -138,8 +142,10 @@ constexpr elimination_order plan_elimination(const std::vector<factor>& factors,
     fs.push_back(std::move(g));
     for (int u : touched)
       if (!done[std::size_t(u)]) {
-        score[std::size_t(u)] = live[std::size_t(u)] > crowded ? double(live[std::size_t(u)]) * 1e200
-                                                                : estimate(std::size_t(u), scope, ids);
+        score[std::size_t(u)] = live[std::size_t(u)] > crowded
+                                    ? double(live[std::size_t(u)]) * 1e200 +
+                                          (std::size_t(u) < late.size() && late[std::size_t(u)] ? 1e250 : 0.0)
+                                    : estimate(std::size_t(u), scope, ids);
         heap.push_back({score[std::size_t(u)], std::size_t(u)});
         std::push_heap(heap.begin(), heap.end(), std::greater<entry>{});
       }

@@ -21,10 +21,17 @@
 // `run` returns the frontier of the whole problem with one strategy per point (recovered
 // from the back-pointers); `run_kept` leaves the nodes given to `keep` and returns the
 // table of frontiers over their layout-configs (solve_conditioned).
+//
+// Classes (`classes`, solve_conditioned's classes and tied nodes): only strategies whose
+// nodes with classes share one class are wanted. A new factor's cell whose nodes with
+// classes share none is left empty, and when v has classes, so is its config cv wherever
+// cv shares no class with the cell's nodes; nodes with classes that are not kept go last
+// in the order (elimination_order.hpp), so that each meets the kept ones' classes.
 #pragma once
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <utility>
@@ -47,11 +54,15 @@ class eliminator : factor_store {
     kept_.assign(p_.nodes.size(), false);
     for (int v : nodes) kept_[std::size_t(v)] = true;
   }
-  /// Only cells whose kept nodes with classes all take configs of one class are wanted:
-  /// `cls[c]` is the class of config c of kept node `v` (see `solve_conditioned`).
+  /// Only strategies whose nodes with classes all take configs of one class are wanted:
+  /// `cls[c]` is the class of config c of node `v` (see `solve_conditioned`); a negative
+  /// class marks a config no wanted strategy takes. A node with classes that is eliminated
+  /// is held to them against the nodes with classes of its elimination's scope.
   constexpr void classes(int v, const std::vector<int>& cls) {
     if (class_.size() != p_.nodes.size()) class_.assign(p_.nodes.size(), {});
+    if (restricted_.size() != p_.nodes.size()) restricted_.assign(p_.nodes.size(), false);
     class_[std::size_t(v)] = cls;
+    restricted_[std::size_t(v)] = std::any_of(cls.begin(), cls.end(), [](int c) { return c < 0; });
   }
 
   /// Eliminates every node not kept; returns the table over the kept nodes' layout-configs whose cells are the frontiers of everything else, memory_offset included.
@@ -142,7 +153,10 @@ class eliminator : factor_store {
         min_time_sum_ = sat_add(min_time_sum_, min_time(f));
       }
     known_ = make_frontier(o_.known).points;
-    elimination_order planned = plan_elimination(factors_, dom_, kept_);
+    std::vector<bool> late(n, false);
+    if (class_.size() == n)
+      for (std::size_t v = 0; v < n; ++v) late[v] = !kept_[v] && !class_[v].empty();
+    elimination_order planned = plan_elimination(factors_, dom_, kept_, late);
     order_ = std::move(planned.order);
     prune_ = std::move(planned.prune);
     const std::size_t depth = planned.depth;
@@ -280,12 +294,36 @@ class eliminator : factor_store {
         rec.key.push_back(q.memory);
       }
     }
-    // A factor over two or more kept nodes with classes gets only its wanted cells (the
-    // kept nodes are never eliminated, so an unwanted cell feeds only unwanted results);
-    // its cells then depend on the scope, which the memo key does not hold: no replay.
-    std::size_t classed = 0;
-    for (int u : s) classed += class_.size() == p_.nodes.size() && !class_[std::size_t(u)].empty() ? 1 : 0;
-    const bool masked = classed >= 2;
+    // Nodes with classes (see `classes`): a cell of the new factor whose nodes with classes
+    // share no class, or take a config of class -1, is unwanted and stays empty (no
+    // strategy through it is wanted: kept nodes are never eliminated, and every other node
+    // is held to its classes when it is eliminated), and so is a config cv of v that shares
+    // no class with the cell's. The cells then depend on the scope, which the memo key does
+    // not hold: no replay.
+    const bool any_classes = class_.size() == p_.nodes.size();
+    auto has_classes = [&](int u) { return any_classes && !class_[std::size_t(u)].empty(); };
+    auto is_restricted = [&](int u) { return restricted_.size() == p_.nodes.size() && restricted_[std::size_t(u)]; };
+    std::size_t classed = has_classes(v) ? 1 : 0;
+    bool restricted = is_restricted(v);
+    for (int u : s) {
+      classed += has_classes(u) ? 1 : 0;
+      restricted = restricted || is_restricted(u);
+    }
+    const bool masked = classed >= 2 || restricted;
+    // the classes of each layout-config of v (ascending), when v has classes and is masked
+    std::vector<std::vector<int>> v_classes;
+    if (masked && has_classes(v))
+      for (std::size_t cv = 0; cv < dv; ++cv) v_classes.push_back(classes_of(v, cv));
+    std::vector<int> common, both;
+    bool cell_classed = false;
+    auto cv_wanted = [&](std::size_t cv) {
+      if (v_classes.empty()) return true;
+      const auto& mine = v_classes[cv];
+      if (!cell_classed) return !mine.empty();
+      both.clear();
+      std::set_intersection(common.begin(), common.end(), mine.begin(), mine.end(), std::back_inserter(both));
+      return !both.empty();
+    };
     const memo_entry* hit = nullptr;
     if (!masked)
       for (auto& e : memo_)
@@ -319,7 +357,8 @@ class eliminator : factor_store {
     }
     cell_merger merge;
     for (std::size_t c = 0; c < cells; ++c) {
-      if (masked && !wanted(s, idx)) {
+      if (masked) cell_classed = common_classes(s, idx, common);
+      if (masked && cell_classed && common.empty()) {
         // an unwanted cell stays empty
       } else if (hit) {
         for (std::size_t q = hit->start[c]; q < hit->start[c + 1]; ++q) {
@@ -332,6 +371,7 @@ class eliminator : factor_store {
         cost_t bm = 0;
         std::size_t bcv = 0;
         for (std::size_t cv = 0; cv < dv; ++cv) {
+          if (!cv_wanted(cv)) continue;
           cost_t mem = 0;
           bool empty = false;
           for (std::size_t f = 0; f < m && !empty; ++f) {
@@ -352,6 +392,7 @@ class eliminator : factor_store {
       } else {
         merge.begin(dv);
         for (std::size_t cv = 0; cv < dv; ++cv) {
+          if (!cv_wanted(cv)) continue;
           merge.spans.clear();
           for (std::size_t f = 0; f < m; ++f) {
             const factor& fa = factors_[ids[f]];

@@ -4,8 +4,9 @@
 //
 // Grouped configs. Configs of a node whose edge rows and columns are all identical (they
 // differ only in switches such as recompute or optimizer sharding) are grouped into one
-// layout-config whose node cell is the small frontier of the group (`build`). Exact, and
-// it cuts the cubic loops of the eliminations.
+// layout-config whose node cell is the small frontier of the group (`build`); a node with
+// classes groups only configs of one class. Exact, and it cuts the cubic loops of the
+// eliminations.
 //
 // Bookkeeping the eliminations share: which factors mention a node (`live_factors`), the
 // scope a join makes (`new_scope`), the bytes held against `max_bytes` (`check_bytes`
@@ -14,8 +15,8 @@
 // backward pass marks everything reachable from a live point), and the width fallback's
 // domain restriction (`halve_domain`: the best half of a node's configs by least time in
 // its own factors, plus the least-memory one; no longer exact, and said so by the caller),
-// the wanted cells of a conditioned table (`wanted`: the kept nodes with classes share
-// one), and the pruning by known strategies (`drop_beaten`: a point is dropped when a known
+// the wanted cells of a conditioned table (`common_classes`, `wanted`: the nodes with
+// classes share one), and the pruning by known strategies (`drop_beaten`: a point is dropped when a known
 // strategy is strictly better than it plus the least time and memory of every other factor).
 #pragma once
 #include <algorithm>
@@ -97,6 +98,9 @@ class factor_store {
 
   // Signature comparison of two configs of node v over all incident edges.
   constexpr int compare_configs(std::size_t v, int a, int b) const {
+    // a node with classes groups only configs of one class (eliminator::classes)
+    if (class_.size() == p_.nodes.size() && !class_[v].empty() && class_[v][std::size_t(a)] != class_[v][std::size_t(b)])
+      return class_[v][std::size_t(a)] < class_[v][std::size_t(b)] ? -1 : 1;
     for (std::size_t k : incident_[v]) {
       const auto& e = p_.edges[k];
       if (std::size_t(e.from) == v) {
@@ -328,20 +332,29 @@ class factor_store {
   }
 
   std::vector<std::vector<int>> class_;  // per node: class per config, or empty (see `classes`)
-  // Whether the assignment idx of layout-configs to `scope` is wanted: some class is
-  // taken by a config of every node of the scope with classes (a layout-config groups
-  // configs, possibly of several classes).
-  constexpr bool wanted(const std::vector<int>& scope, const std::vector<std::size_t>& idx) const {
-    if (class_.size() != p_.nodes.size()) return true;
-    std::vector<int> common, mine, both;
+  std::vector<bool> restricted_;         // per node: some config has class -1 (unwanted)
+  // The classes (not negative, ascending) of the configs of layout-config d of node u.
+  constexpr std::vector<int> classes_of(int u, std::size_t d) const {
+    std::vector<int> mine;
+    const auto& c = class_[std::size_t(u)];
+    for (int x : group_[std::size_t(u)][d])
+      if (c[std::size_t(x)] >= 0) mine.push_back(c[std::size_t(x)]);
+    std::sort(mine.begin(), mine.end());
+    mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
+    return mine;
+  }
+  // The classes that a config of every node of `scope` with classes takes under the
+  // assignment idx of layout-configs (a layout-config groups configs, possibly of several
+  // classes) into `common`; false when no node of the scope has classes.
+  constexpr bool common_classes(const std::vector<int>& scope, const std::vector<std::size_t>& idx,
+                                std::vector<int>& common) const {
+    common.clear();
+    if (class_.size() != p_.nodes.size()) return false;
+    std::vector<int> both;
     bool first = true;
     for (std::size_t i = 0; i < scope.size(); ++i) {
-      const auto& c = class_[std::size_t(scope[i])];
-      if (c.empty()) continue;
-      mine.clear();
-      for (int x : group_[std::size_t(scope[i])][idx[i]]) mine.push_back(c[std::size_t(x)]);
-      std::sort(mine.begin(), mine.end());
-      mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
+      if (class_[std::size_t(scope[i])].empty()) continue;
+      const std::vector<int> mine = classes_of(scope[i], idx[i]);
       if (first) {
         common = mine;
         first = false;
@@ -350,9 +363,15 @@ class factor_store {
         std::set_intersection(common.begin(), common.end(), mine.begin(), mine.end(), std::back_inserter(both));
         common.swap(both);
       }
-      if (common.empty()) return false;
+      if (common.empty()) break;
     }
-    return true;
+    return !first;
+  }
+  // Whether the assignment idx of layout-configs to `scope` is wanted: some class is
+  // taken by a config of every node of the scope with classes.
+  constexpr bool wanted(const std::vector<int>& scope, const std::vector<std::size_t>& idx) const {
+    std::vector<int> common;
+    return !common_classes(scope, idx, common) || !common.empty();
   }
 };
 
