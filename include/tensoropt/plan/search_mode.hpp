@@ -5,10 +5,12 @@
 // the most instances is composed by binary powering under one restriction, stated in
 // every report: every boundary between two identical layers takes one layout (the
 // residual stream keeps its layout through the stack; the boundaries next to the
-// embedding and the head stay free; see search/repeated.hpp). `automatic` picks fast
-// when the model has such a block and exact would be slow, by the exact engine the caller
-// runs. The general search (search/solve.hpp) joins two layer-boundary factors once per
-// layer, about L x B^3 cell merges for B boundary layouts: fast when that exceeds
+// embedding and the head stay free; see search/repeated.hpp), and where the layer's
+// tables are large, at the residual adds inside each layer too ("The stream", below).
+// `automatic` picks fast when the model has such a block and exact would be slow, by the
+// exact engine the caller runs. The general search (search/solve.hpp) joins two
+// layer-boundary factors once per layer, about L x B^3 cell merges for B boundary
+// layouts: fast when that exceeds
 // `fast_above` (5e4: gpt3-125m on 2 devices stays exact; gpt3-1.3b on 4, 24 x 20^3, goes
 // fast, 42 s -> 7.9 s of CPU over all micro-batch counts for the same 8,980 points). The
 // chain fold (search/repeated_exact.hpp, the planner's exact engine at epsilon 0) merges
@@ -17,6 +19,13 @@
 // gpt3-1.3b on 4 x V100-16GB, 24 x 20^2 = 9,600: exact 13-15 s CPU, fast 6.3 s; on 8 x
 // A100-80GB, 24 x 38^2 = 34,656: exact 59 s, fast 15 s (both exact); gpt3-39b on 64 (48 x
 // 40^2 .. 114^2 >= 76,800) stays fast.
+//
+// The stream. Where fast mode's per-layer tables would cost more than `stream_above` (1e6)
+// boundary-cell merges, L x B^3 (gpt3-39b on 64 devices: 48 x 96^3; megatron-1t's pipeline
+// stages: about 10 x 76^3), the residual adds inside each identical layer take the
+// boundaries' layout too (search/repeated.hpp, "The stream": about 2x less search there,
+// and up to 0.4 % slower plans on GPT and 1.5 % on MoE where it was measured on small
+// models, which stay below the threshold and unheld); the mode line says so.
 //
 // The check. A restricted frontier is a set of real strategies, so it can only lie on or
 // behind the exact one. How far behind is measured against weighted-sum optima of the
@@ -72,7 +81,31 @@ inline std::vector<repeated_block> repeat_blocks(const op_graph& g) {
     if (by_id[r].size() >= 2) ids.push_back(r);
   std::stable_sort(ids.begin(), ids.end(), [&](std::size_t x, std::size_t y) { return first[x] < first[y]; });
   std::vector<repeated_block> out;
-  for (std::size_t r : ids) out.push_back({by_id[r]});
+  for (std::size_t r : ids) {
+    repeated_block b{by_id[r], {}};
+    // kin: positions whose ops have one kind, shape and attributes lower to the same configs
+    const auto& first_inst = b.instances[0];
+    for (std::size_t j = 0; j < first_inst.size(); ++j) {
+      const op_node& op = g.ops[std::size_t(first_inst[j])];
+      int id = int(j);
+      for (std::size_t i = 0; i < j; ++i) {
+        const op_node& q = g.ops[std::size_t(first_inst[i])];
+        auto same_maps = [](const std::vector<tensor_map>& x, const std::vector<tensor_map>& y) {
+          if (x.size() != y.size()) return false;
+          for (std::size_t k = 0; k < x.size(); ++k)
+            if (x[k].dim != y[k].dim) return false;
+          return true;
+        };
+        if (q.kind == op.kind && q.dims == op.dims && q.attr == op.attr && same_maps(q.inputs, op.inputs) &&
+            same_maps(q.params, op.params) && q.output.dim == op.output.dim) {
+          id = b.kin[i];
+          break;
+        }
+      }
+      b.kin.push_back(id);
+    }
+    out.push_back(std::move(b));
+  }
   return out;
 }
 
@@ -102,9 +135,12 @@ enum class exact_engine { general, chain_fold };
 
 /// The mode for problem `p` of graph `g` when `asked` (see the file comment for the rule).
 inline mode_choice choose_mode(const problem& p, const op_graph& g, search_mode asked,
-                               exact_engine engine = exact_engine::general, double fast_above = 5e4) {
+                               exact_engine engine = exact_engine::general, double fast_above = 5e4,
+                               double stream_above = 1e6) {
   mode_choice c;
   c.block = largest_repeat(g);
+  std::vector<int> kin;  // the stream's kin, kept only where fast mode ties it (below)
+  kin.swap(c.block.kin);
   if (asked == search_mode::exact) {
     c.why = "exact mode (asked)";
     return c;
@@ -133,6 +169,20 @@ inline mode_choice choose_mode(const problem& p, const op_graph& g, search_mode 
   c.why = std::string(asked == search_mode::fast ? "fast mode (asked)" : "fast mode: exact would be slow (" + rule + ")") +
           " (" + std::to_string(c.block.instances.size()) + " identical layers, " + std::to_string(s.reps.size()) +
           " boundary layouts); restriction: one layout at every boundary between identical layers";
+  // The stream: where the layer's tables would hold more than stream_above boundary-cell
+  // merges (L x B^3), the residual adds inside each identical layer take the boundaries'
+  // layout too (search/repeated.hpp, "The stream").
+  if (L * B * B * B > stream_above) {
+    repeated_block tied = c.block;
+    tied.kin = std::move(kin);
+    if (const auto at = detail::stream_positions(p, tied, s); !at.empty()) {
+      c.block = std::move(tied);
+      c.why += " and at the " + std::to_string(at.size()) + " residual add" + (at.size() == 1 ? "" : "s") +
+               " inside each (" + std::to_string(c.block.instances.size()) + " layers x " +
+               std::to_string(s.reps.size()) + "^3 = " + std::to_string(std::llround(L * B * B * B)) + " > " +
+               std::to_string(std::llround(stream_above)) + ")";
+    }
+  }
   return c;
 }
 

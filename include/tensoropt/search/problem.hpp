@@ -69,6 +69,11 @@ struct problem {
 /// repeat<> of the model, or a declaration of a problem file, search/problem_json.hpp).
 struct repeated_block {
   std::vector<std::vector<int>> instances;
+  /// Optional, one entry per position of an instance: positions with equal entries hold
+  /// nodes whose configs are the same layouts, config for config (ops of one kind and
+  /// shape, as the planner lowers them). Fast mode holds every position of the boundary
+  /// node's entry to the boundary's layout (search/repeated.hpp); empty: none.
+  std::vector<int> kin;
   constexpr bool operator==(const repeated_block&) const = default;
 };
 

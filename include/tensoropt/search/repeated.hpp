@@ -25,6 +25,22 @@
 // used one residual layout through all 24 layers; the planner checks the restriction
 // against the unrestricted problem (plan/planner.hpp).
 //
+// The stream (optional: repeated_block::kin). A layer's residual adds other than its
+// output (the attention block's x + attn(x) in a pre-LN transformer layer, add1, fed by
+// the previous boundary and feeding this one) can be held to layout b as well, in every
+// instance (the first and last included; their free boundaries stay free). Without it a
+// layer's table joins three nodes of B layouts each (add1, the MLP's activation, the
+// output: the triangle the MLP's residual edge closes), B^3 cell merges per layer; held,
+// add1 takes b with the output and the join is about B^2 x 2. The tables come from the
+// same conditioned solves with classes on the kept boundaries and on the tied adds
+// (solve_conditioned's `tied`; each tied node shares an edge with a kept boundary, so the
+// tie is exact, detail::stream_positions). Measured: megatron-1t, pp 12, k 384 (one job,
+// one thread) 17.4 -> 7.0 s, the middle layer's table 1.7 -> 0.3 s; gpt3-39b (plan_bench,
+// epsilon 0.01) 82.9 -> 43.1 s of CPU. What it costs: the exact frontiers of gpt3-125m,
+// gpt3-1.3b and moe-380m are up to 0.4 %, 0.4 % and 1.5 % slower held (at some memory;
+// unheld, fast mode equals them), so the planner ties the stream only where the tables
+// are large (plan/search_mode.hpp), and its restriction check reports the loss there.
+//
 // Speed. T is needed on its diagonal only (input and output in one layout), so only those
 // cells are computed (solve_conditioned's classes). Before any composition, a layout whose
 // convex lower bound (hull(A) (+) M hull(T) (+) hull(Z), detail/hull_bound.hpp) lies on or
@@ -378,8 +394,13 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
   r.prune_depth = std::max({fa.prune_depth, ft.prune_depth, fz.prune_depth}) + depth + 2;
   r.max_width = 2;
   r.width_fallback = !fa.note.empty() || !ft.note.empty() || !fz.note.empty();
+  const std::size_t stream = detail::stream_positions(p, rb, s).size();
   r.note = "fast mode: one layout at every boundary between the " + std::to_string(L) +
-           " identical layers (boundaries next to non-repeated parts free); " + std::to_string(nb) +
+           " identical layers (boundaries next to non-repeated parts free)" +
+           (stream ? " and at the " + std::to_string(stream) + " residual add" + (stream == 1 ? "" : "s") +
+                         " inside each layer"
+                   : std::string()) +
+           "; " + std::to_string(nb) +
            " boundary layouts, each composed by binary powering (" + std::to_string(hull_skipped) +
            " skipped by a convex lower bound before composing, " + std::to_string(skipped) + " more by bounds" +
            (bounds.exchange ? ", with " + std::to_string(outside) + " points of other searches" : std::string()) + ")";

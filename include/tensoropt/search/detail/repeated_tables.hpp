@@ -49,6 +49,31 @@ struct repeated_tables {
   std::vector<int> ra, rt, rz;    // subproblem node -> node of the problem (-1: the copy)
 };
 
+/// The positions of a block (other than the boundary) that fast mode holds to the
+/// boundary's layout (the stream): those of the boundary's kin (repeated_block::kin) whose
+/// nodes have as many configs as the boundary and an edge to the boundary of their own
+/// instance and from that of the instance before (a residual add: x + f(x) feeds o and is
+/// fed by the previous o). Each table then keeps a boundary node with classes that shares
+/// an edge with every tied node, so the tie holds exactly (solve_conditioned's `tied`).
+inline std::vector<std::size_t> stream_positions(const problem& p, const repeated_block& rb, const repeated_split& s) {
+  std::vector<std::size_t> out;
+  const std::size_t o = std::size_t(s.boundary);
+  if (rb.kin.size() != rb.instances[0].size()) return out;
+  const int o0 = rb.instances[0][o], o1 = rb.instances[1][o];
+  auto joined = [&](int u, int w) {
+    return std::any_of(p.edges.begin(), p.edges.end(), [&](const problem_edge& e) {
+      return (e.from == u && e.to == w) || (e.from == w && e.to == u);
+    });
+  };
+  for (std::size_t j = 0; j < rb.kin.size(); ++j) {
+    const int v = rb.instances[1][j];
+    if (j != o && rb.kin[j] == rb.kin[o] && p.nodes[std::size_t(v)].configs.size() == s.group.size() &&
+        joined(v, o1) && joined(o0, v))
+      out.push_back(j);
+  }
+  return out;
+}
+
 /// Which of the three tables repeated_parts solves (bits).
 enum : unsigned { part_a = 1, part_t = 2, part_z = 4, all_parts = 7 };
 
@@ -71,8 +96,9 @@ inline void solve_parts(const problem& p, const repeated_block& rb, const repeat
   const problem qt = fed_subproblem(p, rb.instances[1], o0, s.reps, out.rt);
   const auto local = local_index;
   auto conditioned = [&](const problem& q, const std::vector<int>& keep, int o_at,
-                         const std::vector<std::vector<int>>& classes) {
-    auto f = solve_conditioned(q, keep, o, classes);
+                         const std::vector<std::vector<int>>& classes,
+                         const std::vector<std::pair<int, std::vector<int>>>& tied) {
+    auto f = solve_conditioned(q, keep, o, classes, tied);
     const std::size_t i = std::size_t(std::find(f.kept.begin(), f.kept.end(), o_at) - f.kept.begin());
     if (o_at >= 0 && i < f.kept.size())
       for (auto& g : f.configs[i])
@@ -80,19 +106,31 @@ inline void solve_parts(const problem& p, const repeated_block& rb, const repeat
           if (s.group[std::size_t(c)] != s.group[std::size_t(g[0])]) {
             solve_options u = o;
             u.group_configs = false;
-            return solve_conditioned(q, keep, u, classes);
+            return solve_conditioned(q, keep, u, classes, tied);
           }
     return f;
   };
-  std::vector<std::vector<int>> t_classes;
+  std::vector<std::vector<int>> t_classes, a_classes, z_classes;
+  std::vector<std::pair<int, std::vector<int>>> a_tied, t_tied, z_tied;
   if (diagonal) {
     std::vector<int> copy_class(s.reps.size());
     for (std::size_t b = 0; b < copy_class.size(); ++b) copy_class[b] = int(b);
     t_classes = {copy_class, s.group};
+    // the stream: the positions held to the boundary's layout (repeated_block::kin)
+    const std::size_t L = rb.instances.size();
+    for (std::size_t j : stream_positions(p, rb, s)) {
+      a_tied.push_back({local(out.ra, rb.instances[0][j]), s.group});
+      t_tied.push_back({local(out.rt, rb.instances[1][j]), s.group});
+      z_tied.push_back({local(out.rz, rb.instances[L - 1][j]), s.group});
+    }
+    if (!a_tied.empty()) {
+      a_classes = {s.group};
+      z_classes = {copy_class};
+    }
   }
-  if (parts & part_a) out.a = conditioned(pa, {local(out.ra, o0)}, local(out.ra, o0), {});
-  if (parts & part_t) out.t = conditioned(qt, {0, local(out.rt, o1)}, local(out.rt, o1), t_classes);
-  if (parts & part_z) out.z = conditioned(qz, {0}, -1, {});
+  if (parts & part_a) out.a = conditioned(pa, {local(out.ra, o0)}, local(out.ra, o0), a_classes, a_tied);
+  if (parts & part_t) out.t = conditioned(qt, {0, local(out.rt, o1)}, local(out.rt, o1), t_classes, t_tied);
+  if (parts & part_z) out.z = conditioned(qz, {0}, -1, z_classes, z_tied);
 }
 
 /// Solves the three tables of `p` split by `s` (see solve_parts).
