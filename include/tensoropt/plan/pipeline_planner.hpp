@@ -165,6 +165,8 @@ inline pipeline_frontier plan_pipeline_frontier(const op_graph& g, const cluster
         detail::pipeline_union(pf.points, std::move(add));
         exact = exact && r.exact;
         pf.stage_searches += r.searches;
+        pf.fast_searches += r.fast;
+        pf.stream_searches += r.stream;
         ++done;
         if (o.progress)
           o.progress("[" + std::to_string(done) + "/" + std::to_string(jobs.size()) + "] pp " + std::to_string(jb.p) +
@@ -191,6 +193,14 @@ inline pipeline_frontier plan_pipeline_frontier(const op_graph& g, const cluster
   pf.notes.push_back(std::to_string(skipped) + " of " + std::to_string(jobs.size()) + " jobs skipped by bounds (" +
                      std::to_string(over_limit) + " with least memory above the limit, " +
                      std::to_string(skipped - over_limit) + " with every possible point beaten)");
+  if (pf.fast_searches > 0)
+    pf.notes.push_back(std::to_string(pf.fast_searches) + " of " + std::to_string(pf.stage_searches) +
+                       " stage searches in fast mode (one layout at every boundary between identical layers" +
+                       (pf.stream_searches > 0 ? "; " + std::to_string(pf.stream_searches) +
+                                                     " of them also at the residual adds inside each layer, where "
+                                                     "layers x boundary layouts^3 > 10^6"
+                                               : std::string()) +
+                       ")");
   pf.exact = exact && dp;
   const auto tp = std::chrono::steady_clock::now();
   pf.memory_note = o.runtime_peak ? attach_pipeline_peaks(pf, g, cl, o.build, hw, o.solve.memory_limit).describe()

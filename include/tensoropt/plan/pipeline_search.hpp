@@ -92,6 +92,7 @@ struct pipeline_frontier {
   bool balanced = false;               ///< the balanced partition ran (a restriction)
   std::vector<std::string> notes;
   std::size_t jobs = 0, stage_searches = 0;
+  std::size_t fast_searches = 0, stream_searches = 0;  ///< of them, in fast mode; with the stream held
   std::size_t skipped = 0;             ///< jobs skipped by bounds (plan/pipeline_bounds.hpp)
   std::size_t skipped_over_limit = 0;  ///< of them, jobs whose least memory is above the limit
   double seconds = 0;
@@ -109,6 +110,7 @@ struct stage_result {
   frontier_result fr;
   std::size_t a = 0, b = 0;
   double build_seconds = 0, solve_seconds = 0;
+  bool fast = false, stream = false;  ///< searched in fast mode; with the stream held (search_mode.hpp)
 };
 
 inline stage_result build_stage(const op_graph& micro, std::size_t a, std::size_t b, const cluster& cl,
@@ -125,7 +127,9 @@ inline void solve_stage(stage_result& r, const pipeline_options& o, const solve_
   const auto t0 = std::chrono::steady_clock::now();
   const auto& prob = r.sp->built.prob;
   const mode_choice mc = choose_mode(prob, r.sp->built.graph, o.mode);
-  r.fr = mc.mode == search_mode::fast ? solve_repeated(prob, mc.block, so) : solve(prob, so);
+  r.fast = mc.mode == search_mode::fast;
+  r.stream = r.fast && !mc.block.kin.empty();
+  r.fr = r.fast ? solve_repeated(prob, mc.block, so) : solve(prob, so);
   std::erase_if(r.fr.points, [&](const frontier_point& q) { return q.time >= r.sp->built.time_cap; });
   r.solve_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -167,7 +171,7 @@ namespace detail {
 /// The job's points: the frontier of p stages, k micro-batches, over the partition `bp`.
 struct job_result {
   std::vector<job_point> points;
-  std::size_t searches = 0;
+  std::size_t searches = 0, fast = 0, stream = 0;  ///< stage searches; in fast mode; with the stream held
   bool exact = true;
   bool skipped = false;  ///< bounds showed the job adds nothing
   bool over_limit = false;  ///< skipped because its least memory is above the limit
@@ -176,6 +180,8 @@ struct job_result {
   void count(const stage_result& r) {
     exact = exact && r.fr.exact && !r.fr.restricted;
     ++searches;
+    fast += r.fast ? 1 : 0;
+    stream += r.stream ? 1 : 0;
     build_seconds += r.build_seconds;
     solve_seconds += r.solve_seconds;
   }
