@@ -120,6 +120,13 @@ TEST_CASE("the stream held on zoo models: the restriction as stated, against exa
     CHECK(held.note.find("and at the 1 residual add inside each layer") != std::string::npos);
     const auto& inst = mc.block.instances;
     std::size_t kept = 0;
+    double worst = 0;  // what holding the stream costs: the held frontier's excess over exact
+    for (auto& e : exact.points) {
+      const to::frontier_point* best = nullptr;
+      for (auto& q : held.points)
+        if (q.memory <= e.memory) best = &q;
+      if (best) worst = std::max(worst, double(best->time) / double(e.time) - 1);
+    }
     for (auto& q : held.points) {
       const auto c = to::cost_of(b.prob, q.choice);
       CHECK(c.time == q.time);
@@ -150,7 +157,7 @@ TEST_CASE("the stream held on zoo models: the restriction as stated, against exa
     }
     CHECK(kept > 0);
     MESSAGE(name, ": ", held.points.size(), " points held, ", unheld.points.size(), " unheld, ", exact.points.size(),
-            " exact (", kept, " of them hold the stream)");
+            " exact (", kept, " of them hold the stream); held at most ", 100 * worst, " % slower than exact");
   }
 }
 

@@ -23,9 +23,9 @@
 // The stream. Where fast mode's per-layer tables would cost more than `stream_above` (1e6)
 // boundary-cell merges, L x B^3 (gpt3-39b on 64 devices: 48 x 96^3; megatron-1t's pipeline
 // stages: about 10 x 76^3), the residual adds inside each identical layer take the
-// boundaries' layout too (search/repeated.hpp, "The stream": about 2x less search there,
-// and up to 0.4 % slower plans on GPT and 1.5 % on MoE where it was measured on small
-// models, which stay below the threshold and unheld); the mode line says so.
+// boundaries' layout too (search/repeated.hpp, "The stream": about 2x less search there;
+// held by hand on small models, which stay below the threshold and unheld, the plans were
+// up to 0.43 % slower on gpt3-125m and 1.48 % on moe-380m); the mode line says so.
 //
 // The check. A restricted frontier is a set of real strategies, so it can only lie on or
 // behind the exact one. How far behind is measured against weighted-sum optima of the

@@ -35,11 +35,11 @@
 // same conditioned solves with classes on the kept boundaries and on the tied adds
 // (solve_conditioned's `tied`; each tied node shares an edge with a kept boundary, so the
 // tie is exact, detail::stream_positions). Measured: megatron-1t, pp 12, k 384 (one job,
-// one thread) 17.4 -> 7.0 s, the middle layer's table 1.7 -> 0.3 s; gpt3-39b (plan_bench,
-// epsilon 0.01) 82.9 -> 43.1 s of CPU. What it costs: the exact frontiers of gpt3-125m,
-// gpt3-1.3b and moe-380m are up to 0.4 %, 0.4 % and 1.5 % slower held (at some memory;
-// unheld, fast mode equals them), so the planner ties the stream only where the tables
-// are large (plan/search_mode.hpp), and its restriction check reports the loss there.
+// one thread) 17.4 -> 5.2 s; its whole pipeline frontier 380 -> 230 s of CPU; gpt3-39b
+// (plan_bench, epsilon 0.01) 82.9 -> 36.3 s of CPU. What it costs: held by hand on small
+// models, fast mode is 0.43 % (gpt3-125m) and 1.48 % (moe-380m) slower than exact at some memory (unheld it equals
+// exact there: plan_search_mode_test), so the planner holds the stream only where the
+// tables are large (plan/search_mode.hpp), and its restriction check reports the loss.
 //
 // Speed. T is needed on its diagonal only (input and output in one layout), so only those
 // cells are computed (solve_conditioned's classes). Before any composition, a layout whose
