@@ -10,9 +10,9 @@
 // `automatic` picks fast when the model has such a block and exact would be slow, by the
 // exact engine the caller runs. The general search (search/solve.hpp) joins two
 // layer-boundary factors once per layer, about L x B^3 cell merges for B boundary
-// layouts: fast when that exceeds
-// `fast_above` (5e4: gpt3-125m on 2 devices stays exact; gpt3-1.3b on 4, 24 x 20^3, goes
-// fast, 42 s -> 7.9 s of CPU over all micro-batch counts for the same 8,980 points). The
+// layouts: fast when that exceeds `fast_above` (5e4: gpt3-125m on 2 devices stays
+// exact; gpt3-1.3b on 4, 24 x 20^3, goes fast, 42 s -> 7.9 s of CPU over all
+// micro-batch counts for the same 8,980 points). The
 // chain fold (search/repeated_exact.hpp, the planner's exact engine at epsilon 0) merges
 // about B^2 pairs of boundary layouts per layer: fast when L x B^2 exceeds `fast_above`.
 // Measured over all micro-batch counts (search only, one thread, busy 2-core machine):
@@ -83,7 +83,8 @@ inline std::vector<repeated_block> repeat_blocks(const op_graph& g) {
   std::vector<repeated_block> out;
   for (std::size_t r : ids) {
     repeated_block b{by_id[r], {}};
-    // kin: positions whose ops have one kind, shape and attributes lower to the same configs
+    // kin: positions whose ops share kind, dims, attributes and tensor maps (they lower to
+    // the same configs, config for config) share an entry
     const auto& first_inst = b.instances[0];
     for (std::size_t j = 0; j < first_inst.size(); ++j) {
       const op_node& op = g.ops[std::size_t(first_inst[j])];
