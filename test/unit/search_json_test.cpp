@@ -159,7 +159,7 @@ TEST_CASE("problem JSON /2: malformed repeated blocks are rejected, naming the p
                          to::format_error);
   };
   CHECK(to::problem_file_from_json(with(R"([{"instances": [[0], [1]]}])")).repeats ==
-        std::vector<to::repeated_block>{{{{0}, {1}}}});
+        std::vector<to::repeated_block>{{{{0}, {1}}, {}}});
   CHECK(to::problem_file_from_json(with("[]")).repeats.empty());
   rejects(R"({"instances": []})", "repeats: expected an array, got object");
   rejects(R"([{"copies": [[0], [1]]}])", "repeats[0].instances: missing field");
@@ -179,7 +179,7 @@ TEST_CASE("problem JSON /2: malformed repeated blocks are rejected, naming the p
                        to::format_error);
   // the writer refuses what the reader would
   const auto p = to::read_problem_json(good);
-  CHECK_THROWS_WITH_AS(to::write_problem_json(p, {{{{0}, {5}}}}), doctest::Contains("node 5 does not exist"),
+  CHECK_THROWS_WITH_AS(to::write_problem_json(p, {{{{0}, {5}}, {}}}), doctest::Contains("node 5 does not exist"),
                        to::invalid_argument);
 }
 

@@ -130,7 +130,7 @@ TEST_CASE("the exact chain fold equals the general search on larger repeated pro
 TEST_CASE("the exact chain fold refuses blocks it cannot split, and leaves epsilon to the general search") {
   std::mt19937_64 rng(2);
   auto g = rand_problem::random_repeated(rng, 1, 4, 2, 1, 3, false);
-  to::repeated_block two{{g.rb.instances[0], g.rb.instances[1]}};
+  to::repeated_block two{{g.rb.instances[0], g.rb.instances[1]}, {}};
   CHECK_THROWS_WITH_AS(to::solve_repeated_exact(g.p, two), doctest::Contains("fewer than 3 instances"),
                        to::invalid_argument);
   to::solve_options o;
