@@ -5,8 +5,8 @@
 // Grouped configs. Configs of a node whose edge rows and columns are all identical (they
 // differ only in switches such as recompute or optimizer sharding) are grouped into one
 // layout-config whose node cell is the small frontier of the group (`build`); a node with
-// classes that is not kept groups only configs of one class. Exact, and it cuts the cubic
-// loops of the eliminations.
+// classes groups only configs of one class. Exact, and it cuts the cubic loops of the
+// eliminations.
 //
 // Bookkeeping the eliminations share: which factors mention a node (`live_factors`), the
 // scope a join makes (`new_scope`), the bytes held against `max_bytes` (`check_bytes`
@@ -98,10 +98,8 @@ class factor_store {
 
   // Signature comparison of two configs of node v over all incident edges.
   constexpr int compare_configs(std::size_t v, int a, int b) const {
-    // a node with classes that is eliminated (a tied one, eliminator::classes) groups only
-    // configs of one class; a kept node's layout-config may hold several (`wanted`)
-    if (class_.size() == p_.nodes.size() && !class_[v].empty() && !(v < kept_.size() && kept_[v]) &&
-        class_[v][std::size_t(a)] != class_[v][std::size_t(b)])
+    // a node with classes groups only configs of one class (eliminator::classes)
+    if (class_.size() == p_.nodes.size() && !class_[v].empty() && class_[v][std::size_t(a)] != class_[v][std::size_t(b)])
       return class_[v][std::size_t(a)] < class_[v][std::size_t(b)] ? -1 : 1;
     for (std::size_t k : incident_[v]) {
       const auto& e = p_.edges[k];
