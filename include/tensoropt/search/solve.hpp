@@ -125,7 +125,8 @@ constexpr frontier_result solve(const problem& p, const solve_options& o, Progre
 /// to fold a repeated block into its frontier per boundary layout (search/repeated.hpp).
 /// `classes` (empty, or one entry per kept node: a class per config of that node, or empty
 /// for none) asks for the wanted cells only: those where every kept node with classes
-/// takes a layout-config of one class; the others are left empty, and no factor over two
+/// takes a layout-config of one class (a node with classes groups configs of one class
+/// only); the others are left empty, and no factor over two
 /// such nodes computes them (for a layer between two boundaries in one layout: the
 /// diagonal, B cells of B^2). A negative class marks configs no wanted cell takes.
 /// `tied` gives classes to nodes that are not kept (node, a class per config): the

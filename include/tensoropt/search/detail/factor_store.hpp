@@ -344,8 +344,9 @@ class factor_store {
     return mine;
   }
   // The classes that a config of every node of `scope` with classes takes under the
-  // assignment idx of layout-configs (a layout-config groups configs, possibly of several
-  // classes) into `common`; false when no node of the scope has classes.
+  // assignment idx of layout-configs into `common` (build groups a node with classes by
+  // class, so each of its layout-configs has one; a width fallback keeps that); false when
+  // no node of the scope has classes.
   constexpr bool common_classes(const std::vector<int>& scope, const std::vector<std::size_t>& idx,
                                 std::vector<int>& common) const {
     common.clear();
