@@ -25,6 +25,12 @@ to::cluster zoo_cluster(const to::models::model_info& m, to::index_t devices) {
   const to::index_t per = std::min<to::index_t>(devices, m.gpus_per_node);
   return to::cluster::nodes(devices / per).gpus_per_node(per).gpu(to::gpus::find(m.gpu));
 }
+// zoo model `name`'s problem on `devices` at k micro-batches
+to::built_problem zoo_problem(const std::string& name, const to::cluster& cl, to::index_t k) {
+  to::build_options bo;
+  bo.micro_batches = k;
+  return to::build_problem(to::models::find(name).lower(), cl, bo);
+}
 }  // namespace
 
 TEST_CASE("fast mode against exact on zoo models where exact finishes") {
@@ -37,11 +43,8 @@ TEST_CASE("fast mode against exact on zoo models where exact finishes") {
   for (const auto& w : ws) {
     const std::string name = w.model;
     CAPTURE(name);
-    const auto& m = to::models::find(w.model);
-    const auto cl = zoo_cluster(m, w.devices);
-    to::build_options bo;
-    bo.micro_batches = w.k;
-    const auto b = to::build_problem(m.lower(), cl, bo);
+    const auto cl = zoo_cluster(to::models::find(w.model), w.devices);
+    const auto b = zoo_problem(name, cl, w.k);
     const auto mc = to::choose_mode(b.prob, b.graph, to::search_mode::fast);
     REQUIRE(mc.mode == to::search_mode::fast);
     to::solve_options so;
@@ -98,11 +101,8 @@ TEST_CASE("the stream held on zoo models: the restriction as stated, against exa
   for (const auto& w : ws) {
     const std::string name = w.model;
     CAPTURE(name);
-    const auto& m = to::models::find(w.model);
-    const auto cl = zoo_cluster(m, w.devices);
-    to::build_options bo;
-    bo.micro_batches = w.k;
-    const auto b = to::build_problem(m.lower(), cl, bo);
+    const auto cl = zoo_cluster(to::models::find(w.model), w.devices);
+    const auto b = zoo_problem(name, cl, w.k);
     const auto free_mode = to::choose_mode(b.prob, b.graph, to::search_mode::fast);
     CHECK(free_mode.block.kin.empty());
     CHECK(free_mode.why.find("residual add") == std::string::npos);

@@ -36,6 +36,21 @@ void check_recost(const to::problem& p, const to::frontier_result& r) {
   }
 }
 
+// Memory exact, time within (1 + eps): every point of `exact` has a point of r at or below
+// (memory, (1 + eps) time), and every point of r lies on or behind `exact`.
+void check_within(const std::vector<cost_pair>& exact, const to::frontier_result& r, double eps) {
+  for (auto& e : exact) {
+    bool covered = false;
+    for (auto& q : r.points) covered = covered || (q.memory <= e.memory && double(q.time) <= (1 + eps) * double(e.time));
+    CHECK(covered);
+  }
+  for (auto& q : r.points) {
+    bool behind = false;
+    for (auto& e : exact) behind = behind || (e.memory <= q.memory && e.time <= q.time);
+    CHECK(behind);
+  }
+}
+
 std::vector<cost_pair> costs(const to::frontier_result& r) {
   std::vector<cost_pair> c;
   for (auto& q : r.points) c.push_back({q.time, q.memory});
@@ -119,16 +134,7 @@ TEST_CASE("epsilon under powering: memory exact, time within (1 + epsilon) of th
     const auto exact = brute_force(g, true);
     const auto r = to::solve_repeated(g.p, g.rb, {.epsilon = eps});
     check_recost(g.p, r);
-    for (auto& e : exact) {
-      bool covered = false;
-      for (auto& q : r.points) covered = covered || (q.memory <= e.memory && double(q.time) <= (1 + eps) * double(e.time));
-      CHECK(covered);
-    }
-    for (auto& q : r.points) {
-      bool behind = false;
-      for (auto& e : exact) behind = behind || (e.memory <= q.memory && e.time <= q.time);
-      CHECK(behind);
-    }
+    check_within(exact, r, eps);
   }
 }
 
@@ -179,16 +185,7 @@ TEST_CASE("the stream (repeated_block::kin) is held to the boundary's layout: br
     const double eps = it % 2 == 0 ? 0.05 : 0.3;
     const auto re = to::solve_repeated(g.p, g.rb, {.epsilon = eps});
     check_recost(g.p, re);
-    for (auto& e : held) {
-      bool covered = false;
-      for (auto& q : re.points) covered = covered || (q.memory <= e.memory && double(q.time) <= (1 + eps) * double(e.time));
-      CHECK(covered);
-    }
-    for (auto& q : re.points) {
-      bool behind = false;
-      for (auto& e : held) behind = behind || (e.memory <= q.memory && e.time <= q.time);
-      CHECK(behind);
-    }
+    check_within(held, re, eps);
     // without kin the block is searched as before
     g.rb.kin.clear();
     CHECK(costs(to::solve_repeated(g.p, g.rb)) == brute_force(g, true));
