@@ -141,5 +141,17 @@ TEST_CASE("classes that do not match the kept nodes are refused in words") {
                        doctest::Contains("give classes for every kept node"), to::invalid_argument);
   CHECK_THROWS_WITH_AS(to::solve_conditioned(p, {0, 1}, {}, {std::vector<int>(9, 0), {}}),
                        doctest::Contains("one class per config"), to::invalid_argument);
+  const std::vector<int> negative(p.nodes[0].configs.size(), -1);
+  CHECK_THROWS_WITH_AS(to::solve_conditioned(p, {0, 1}, {}, {negative, {}}), doctest::Contains("classes are >= 0"),
+                       to::invalid_argument);
+  // tied nodes: not kept, in range, one class (>= 0) per config
+  const std::vector<int> zeros(p.nodes[2].configs.size(), 0);
+  CHECK_THROWS_WITH_AS(to::solve_conditioned(p, {0, 1}, {}, {}, {{1, zeros}}), doctest::Contains("out of range or kept"),
+                       to::invalid_argument);
+  CHECK_THROWS_WITH_AS(to::solve_conditioned(p, {0, 1}, {}, {}, {{9, zeros}}), doctest::Contains("out of range or kept"),
+                       to::invalid_argument);
+  CHECK_THROWS_WITH_AS(to::solve_conditioned(p, {0, 1}, {}, {}, {{2, std::vector<int>(zeros.size(), -1)}}),
+                       doctest::Contains("one class (>= 0) per config"), to::invalid_argument);
+  CHECK_NOTHROW(to::solve_conditioned(p, {0, 1}, {}, {}, {{2, zeros}}));
 }
 }  // namespace search_conditioned_test_file

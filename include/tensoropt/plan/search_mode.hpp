@@ -80,25 +80,25 @@ inline std::vector<repeated_block> repeat_blocks(const op_graph& g) {
   for (std::size_t r = 0; r < by_id.size(); ++r)
     if (by_id[r].size() >= 2) ids.push_back(r);
   std::stable_sort(ids.begin(), ids.end(), [&](std::size_t x, std::size_t y) { return first[x] < first[y]; });
+  // kin: positions whose ops share kind, dims, attributes and tensor maps (they lower to
+  // the same configs, config for config) share an entry
+  auto same_maps = [](const std::vector<tensor_map>& x, const std::vector<tensor_map>& y) {
+    return std::equal(x.begin(), x.end(), y.begin(), y.end(),
+                      [](const tensor_map& a, const tensor_map& b) { return a.dim == b.dim; });
+  };
+  auto same_op = [&](const op_node& q, const op_node& op) {
+    return q.kind == op.kind && q.dims == op.dims && q.attr == op.attr && same_maps(q.inputs, op.inputs) &&
+           same_maps(q.params, op.params) && q.output.dim == op.output.dim;
+  };
   std::vector<repeated_block> out;
   for (std::size_t r : ids) {
     repeated_block b{by_id[r], {}};
-    // kin: positions whose ops share kind, dims, attributes and tensor maps (they lower to
-    // the same configs, config for config) share an entry
     const auto& first_inst = b.instances[0];
     for (std::size_t j = 0; j < first_inst.size(); ++j) {
       const op_node& op = g.ops[std::size_t(first_inst[j])];
       int id = int(j);
       for (std::size_t i = 0; i < j; ++i) {
-        const op_node& q = g.ops[std::size_t(first_inst[i])];
-        auto same_maps = [](const std::vector<tensor_map>& x, const std::vector<tensor_map>& y) {
-          if (x.size() != y.size()) return false;
-          for (std::size_t k = 0; k < x.size(); ++k)
-            if (x[k].dim != y[k].dim) return false;
-          return true;
-        };
-        if (q.kind == op.kind && q.dims == op.dims && q.attr == op.attr && same_maps(q.inputs, op.inputs) &&
-            same_maps(q.params, op.params) && q.output.dim == op.output.dim) {
+        if (same_op(g.ops[std::size_t(first_inst[i])], op)) {
           id = b.kin[i];
           break;
         }

@@ -128,8 +128,7 @@ constexpr frontier_result solve(const problem& p, const solve_options& o, Progre
 /// takes a layout-config of one class (a node with classes groups configs of one class
 /// only); the others are left empty, and no factor over two
 /// such nodes computes them (for a layer between two boundaries in one layout: the
-/// diagonal, B cells of B^2). A negative class marks configs no wanted cell takes.
-/// `tied` gives classes to nodes that are not kept (node, a class per config): the
+/// diagonal, B cells of B^2). Classes are not negative. `tied` gives classes to nodes that are not kept (node, a class per config): the
 /// strategies of a wanted cell then take configs of the cell's class at those nodes too
 /// (held when such a node is eliminated, against the nodes with classes its elimination
 /// joins; a residual add inside a layer, whose edges reach both boundaries, always meets
@@ -146,6 +145,11 @@ inline conditioned_frontier solve_conditioned(const problem& p, const std::vecto
   for (std::size_t i = 0; i < classes.size(); ++i)
     detail::require(classes[i].empty() || classes[i].size() == p.nodes[std::size_t(keep[i])].configs.size(),
                     "solve_conditioned: the classes of a kept node must give one class per config");
+  auto non_negative = [](const std::vector<int>& cls) {
+    return std::all_of(cls.begin(), cls.end(), [](int c) { return c >= 0; });
+  };
+  for (const auto& cls : classes)
+    detail::require(non_negative(cls), "solve_conditioned: a class of a kept node is negative; classes are >= 0");
   solve_options lim = o;
   if (lim.max_bytes == 0) lim.max_bytes = detail::default_max_bytes();
   detail::eliminator e(p, lim);
@@ -155,8 +159,8 @@ inline conditioned_frontier solve_conditioned(const problem& p, const std::vecto
   for (const auto& [v, cls] : tied) {
     detail::require(v >= 0 && std::size_t(v) < p.nodes.size() && std::find(keep.begin(), keep.end(), v) == keep.end(),
                     "solve_conditioned: a tied node is out of range or kept");
-    detail::require(cls.size() == p.nodes[std::size_t(v)].configs.size(),
-                    "solve_conditioned: the classes of a tied node must give one class per config");
+    detail::require(cls.size() == p.nodes[std::size_t(v)].configs.size() && non_negative(cls),
+                    "solve_conditioned: the classes of a tied node must give one class (>= 0) per config");
     e.classes(v, cls);
   }
   auto quiet = [](const search_progress&) {};

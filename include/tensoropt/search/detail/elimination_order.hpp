@@ -63,6 +63,7 @@ constexpr elimination_order plan_elimination(const std::vector<factor>& factors,
   // count alone, which is at least its scope's size: re-scoring it exactly after each
   // neighbour's elimination made fans quadratic. Model graphs never reach it.
   constexpr std::size_t crowded = 64;
+  auto last = [&](std::size_t v) { return v < late.size() && late[v] ? 1e250 : 0.0; };  // `late` goes last
   auto estimate = [&](std::size_t v, std::vector<int>& scope, std::vector<std::size_t>& ids) {
     ids.clear();
     scope.clear();
@@ -86,8 +87,7 @@ constexpr elimination_order plan_elimination(const std::vector<factor>& factors,
     }
     const double work = cells * (double(dom[v]) * (1 + second) + total);
     const double rank = scope.size() <= 2 ? 0.0 : double(scope.size());
-    const double last = v < late.size() && late[v] ? 1e250 : 0.0;
-    return last + rank * 1e200 + std::min(work, 1e199);
+    return last(v) + rank * 1e200 + std::min(work, 1e199);
   };
   std::vector<double> score(n, 0);
   std::vector<bool> done(n, false);
@@ -143,8 +143,7 @@ constexpr elimination_order plan_elimination(const std::vector<factor>& factors,
     for (int u : touched)
       if (!done[std::size_t(u)]) {
         score[std::size_t(u)] = live[std::size_t(u)] > crowded
-                                    ? double(live[std::size_t(u)]) * 1e200 +
-                                          (std::size_t(u) < late.size() && late[std::size_t(u)] ? 1e250 : 0.0)
+                                    ? last(std::size_t(u)) + double(live[std::size_t(u)]) * 1e200
                                     : estimate(std::size_t(u), scope, ids);
         heap.push_back({score[std::size_t(u)], std::size_t(u)});
         std::push_heap(heap.begin(), heap.end(), std::greater<entry>{});

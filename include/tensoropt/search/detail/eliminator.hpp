@@ -31,7 +31,6 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
-#include <iterator>
 #include <limits>
 #include <string>
 #include <utility>
@@ -55,14 +54,12 @@ class eliminator : factor_store {
     for (int v : nodes) kept_[std::size_t(v)] = true;
   }
   /// Only strategies whose nodes with classes all take configs of one class are wanted:
-  /// `cls[c]` is the class of config c of node `v` (see `solve_conditioned`); a negative
-  /// class marks a config no wanted strategy takes. A node with classes that is eliminated
-  /// is held to them against the nodes with classes of its elimination's scope.
+  /// `cls[c]` (>= 0) is the class of config c of node `v` (see `solve_conditioned`). A node
+  /// with classes that is eliminated is held to them against the nodes with classes of its
+  /// elimination's scope.
   constexpr void classes(int v, const std::vector<int>& cls) {
     if (class_.size() != p_.nodes.size()) class_.assign(p_.nodes.size(), {});
-    if (restricted_.size() != p_.nodes.size()) restricted_.assign(p_.nodes.size(), false);
     class_[std::size_t(v)] = cls;
-    restricted_[std::size_t(v)] = std::any_of(cls.begin(), cls.end(), [](int c) { return c < 0; });
   }
 
   /// Eliminates every node not kept; returns the table over the kept nodes' layout-configs whose cells are the frontiers of everything else, memory_offset included.
@@ -295,35 +292,18 @@ class eliminator : factor_store {
       }
     }
     // Nodes with classes (see `classes`): a cell of the new factor whose nodes with classes
-    // share no class, or take a config of class -1, is unwanted and stays empty (no
-    // strategy through it is wanted: kept nodes are never eliminated, and every other node
-    // is held to its classes when it is eliminated), and so is a config cv of v that shares
-    // no class with the cell's. The cells then depend on the scope, which the memo key does
-    // not hold: no replay.
+    // differ in class is unwanted and stays empty (no strategy through it is wanted: kept
+    // nodes are never eliminated, and every other node is held to its class when it is
+    // eliminated), and so is a config cv of v whose class is not the cell's. The cells then
+    // depend on the scope, which the memo key does not hold: no replay.
     const bool any_classes = class_.size() == p_.nodes.size();
     auto has_classes = [&](int u) { return any_classes && !class_[std::size_t(u)].empty(); };
-    auto is_restricted = [&](int u) { return restricted_.size() == p_.nodes.size() && restricted_[std::size_t(u)]; };
     std::size_t classed = has_classes(v) ? 1 : 0;
-    bool restricted = is_restricted(v);
-    for (int u : s) {
-      classed += has_classes(u) ? 1 : 0;
-      restricted = restricted || is_restricted(u);
-    }
-    const bool masked = classed >= 2 || restricted;
-    // the classes of each layout-config of v (ascending), when v has classes and is masked
-    std::vector<std::vector<int>> v_classes;
-    if (masked && has_classes(v))
-      for (std::size_t cv = 0; cv < dv; ++cv) v_classes.push_back(classes_of(v, cv));
-    std::vector<int> common, both;
-    bool cell_classed = false;
-    auto cv_wanted = [&](std::size_t cv) {
-      if (v_classes.empty()) return true;
-      const auto& mine = v_classes[cv];
-      if (!cell_classed) return !mine.empty();
-      both.clear();
-      std::set_intersection(common.begin(), common.end(), mine.begin(), mine.end(), std::back_inserter(both));
-      return !both.empty();
-    };
+    for (int u : s) classed += has_classes(u) ? 1 : 0;
+    const bool masked = classed >= 2;
+    const bool v_classed = masked && has_classes(v);
+    int cell = no_class;  // the cell's class (cell_class)
+    auto cv_wanted = [&](std::size_t cv) { return !v_classed || cell == no_class || class_of(v, cv) == cell; };
     const memo_entry* hit = nullptr;
     if (!masked)
       for (auto& e : memo_)
@@ -357,8 +337,8 @@ class eliminator : factor_store {
     }
     cell_merger merge;
     for (std::size_t c = 0; c < cells; ++c) {
-      if (masked) cell_classed = common_classes(s, idx, common);
-      if (masked && cell_classed && common.empty()) {
+      if (masked) cell = cell_class(s, idx);
+      if (masked && cell == no_common) {
         // an unwanted cell stays empty
       } else if (hit) {
         for (std::size_t q = hit->start[c]; q < hit->start[c + 1]; ++q) {

@@ -15,8 +15,8 @@
 // backward pass marks everything reachable from a live point), and the width fallback's
 // domain restriction (`halve_domain`: the best half of a node's configs by least time in
 // its own factors, plus the least-memory one; no longer exact, and said so by the caller),
-// the wanted cells of a conditioned table (`common_classes`, `wanted`: the nodes with
-// classes share one), and the pruning by known strategies (`drop_beaten`: a point is dropped when a known
+// the wanted cells of a conditioned table (`cell_class`, `wanted`: the nodes with classes
+// share one), and the pruning by known strategies (`drop_beaten`: a point is dropped when a known
 // strategy is strictly better than it plus the least time and memory of every other factor).
 #pragma once
 #include <algorithm>
@@ -332,47 +332,29 @@ class factor_store {
   }
 
   std::vector<std::vector<int>> class_;  // per node: class per config, or empty (see `classes`)
-  std::vector<bool> restricted_;         // per node: some config has class -1 (unwanted)
-  // The classes (not negative, ascending) of the configs of layout-config d of node u.
-  constexpr std::vector<int> classes_of(int u, std::size_t d) const {
-    std::vector<int> mine;
-    const auto& c = class_[std::size_t(u)];
-    for (int x : group_[std::size_t(u)][d])
-      if (c[std::size_t(x)] >= 0) mine.push_back(c[std::size_t(x)]);
-    std::sort(mine.begin(), mine.end());
-    mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
-    return mine;
+  // The class of layout-config d of node u (build groups a node with classes by class, and
+  // a width fallback keeps whole groups, so every config of the group has it).
+  constexpr int class_of(int u, std::size_t d) const {
+    return class_[std::size_t(u)][std::size_t(group_[std::size_t(u)][d][0])];
   }
-  // The classes that a config of every node of `scope` with classes takes under the
-  // assignment idx of layout-configs into `common` (build groups a node with classes by
-  // class, so each of its layout-configs has one; a width fallback keeps that); false when
-  // no node of the scope has classes.
-  constexpr bool common_classes(const std::vector<int>& scope, const std::vector<std::size_t>& idx,
-                                std::vector<int>& common) const {
-    common.clear();
-    if (class_.size() != p_.nodes.size()) return false;
-    std::vector<int> both;
-    bool first = true;
+  static constexpr int no_class = -1, no_common = -2;
+  // The class every node of `scope` with classes takes under the assignment idx of
+  // layout-configs: no_class when none has classes, no_common when they differ.
+  constexpr int cell_class(const std::vector<int>& scope, const std::vector<std::size_t>& idx) const {
+    if (class_.size() != p_.nodes.size()) return no_class;
+    int c = no_class;
     for (std::size_t i = 0; i < scope.size(); ++i) {
       if (class_[std::size_t(scope[i])].empty()) continue;
-      const std::vector<int> mine = classes_of(scope[i], idx[i]);
-      if (first) {
-        common = mine;
-        first = false;
-      } else {
-        both.clear();
-        std::set_intersection(common.begin(), common.end(), mine.begin(), mine.end(), std::back_inserter(both));
-        common.swap(both);
-      }
-      if (common.empty()) break;
+      const int mine = class_of(scope[i], idx[i]);
+      if (c != no_class && c != mine) return no_common;
+      c = mine;
     }
-    return !first;
+    return c;
   }
-  // Whether the assignment idx of layout-configs to `scope` is wanted: some class is
-  // taken by a config of every node of the scope with classes.
+  // Whether the assignment idx of layout-configs to `scope` is wanted: the nodes of the
+  // scope with classes share one.
   constexpr bool wanted(const std::vector<int>& scope, const std::vector<std::size_t>& idx) const {
-    std::vector<int> common;
-    return !common_classes(scope, idx, common) || !common.empty();
+    return cell_class(scope, idx) != no_common;
   }
 };
 

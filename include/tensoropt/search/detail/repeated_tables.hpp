@@ -7,8 +7,8 @@
 // each by solve_conditioned on the subproblems of detail/repeated_split.hpp (T and Z get a
 // copy of the previous layer's boundary node with one zero-cost config per layout class,
 // carrying the edges that leave it). Fast mode needs T on its diagonal only (input and
-// output in one layout); the exact fold needs every cell. A kept node's layout-configs must
-// each lie in one layout class; a subproblem where they do not is solved again ungrouped.
+// output in one layout); the exact fold needs every cell. The kept boundary nodes get their
+// layout classes (solve_conditioned's classes), so each of their layout-configs lies in one.
 //
 // The bound before the solves. Tables solved at a coarse epsilon e_c cover the exact ones:
 // every exact point p of a cell has a coarse point q with q.memory <= p.memory and q.time <=
@@ -95,27 +95,14 @@ inline void solve_parts(const problem& p, const repeated_block& rb, const repeat
   const auto [pa, qz] = ends_problems(p, rb, s, out.ra, out.rz);
   const problem qt = fed_subproblem(p, rb.instances[1], o0, s.reps, out.rt);
   const auto local = local_index;
-  auto conditioned = [&](const problem& q, const std::vector<int>& keep, int o_at,
-                         const std::vector<std::vector<int>>& classes,
-                         const std::vector<std::pair<int, std::vector<int>>>& tied) {
-    auto f = solve_conditioned(q, keep, o, classes, tied);
-    const std::size_t i = std::size_t(std::find(f.kept.begin(), f.kept.end(), o_at) - f.kept.begin());
-    if (o_at >= 0 && i < f.kept.size())
-      for (auto& g : f.configs[i])
-        for (int c : g)
-          if (s.group[std::size_t(c)] != s.group[std::size_t(g[0])]) {
-            solve_options u = o;
-            u.group_configs = false;
-            return solve_conditioned(q, keep, u, classes, tied);
-          }
-    return f;
-  };
-  std::vector<std::vector<int>> t_classes, a_classes, z_classes;
+  // the boundary nodes group their configs by layout class (s.group), so every
+  // layout-config of o_0 and o_1 lies in one class, as per_layout reads them
+  std::vector<std::vector<int>> t_classes{{}, s.group}, a_classes{s.group}, z_classes;
   std::vector<std::pair<int, std::vector<int>>> a_tied, t_tied, z_tied;
   if (diagonal) {
     std::vector<int> copy_class(s.reps.size());
     for (std::size_t b = 0; b < copy_class.size(); ++b) copy_class[b] = int(b);
-    t_classes = {copy_class, s.group};
+    t_classes[0] = copy_class;
     // the stream: the positions held to the boundary's layout (repeated_block::kin)
     const std::size_t L = rb.instances.size();
     for (std::size_t j : stream_positions(p, rb, s)) {
@@ -123,14 +110,11 @@ inline void solve_parts(const problem& p, const repeated_block& rb, const repeat
       t_tied.push_back({local(out.rt, rb.instances[1][j]), s.group});
       z_tied.push_back({local(out.rz, rb.instances[L - 1][j]), s.group});
     }
-    if (!a_tied.empty()) {
-      a_classes = {s.group};
-      z_classes = {copy_class};
-    }
+    if (!z_tied.empty()) z_classes = {copy_class};
   }
-  if (parts & part_a) out.a = conditioned(pa, {local(out.ra, o0)}, local(out.ra, o0), a_classes, a_tied);
-  if (parts & part_t) out.t = conditioned(qt, {0, local(out.rt, o1)}, local(out.rt, o1), t_classes, t_tied);
-  if (parts & part_z) out.z = conditioned(qz, {0}, -1, z_classes, z_tied);
+  if (parts & part_a) out.a = solve_conditioned(pa, {local(out.ra, o0)}, o, a_classes, a_tied);
+  if (parts & part_t) out.t = solve_conditioned(qt, {0, local(out.rt, o1)}, o, t_classes, t_tied);
+  if (parts & part_z) out.z = solve_conditioned(qz, {0}, o, z_classes, z_tied);
 }
 
 /// Solves the three tables of `p` split by `s` (see solve_parts).
