@@ -186,6 +186,26 @@ TEST_CASE("the stream (repeated_block::kin) is held to the boundary's layout: br
     const auto re = to::solve_repeated(g.p, g.rb, {.epsilon = eps});
     check_recost(g.p, re);
     check_within(held, re, eps);
+    // single-objective (as the pipeline bounds' weighted searches: memory + time, time 0):
+    // the one point is the held space's least, and holds the stream
+    if (it % 2 == 0) {
+      to::problem w = g.p;
+      for (auto& nd : w.nodes)
+        for (auto& c : nd.configs) c = {c.label, 0, c.memory + c.time};
+      for (auto& e : w.edges)
+        for (std::size_t x = 0; x < e.time.size(); ++x) {
+          e.memory[x] += e.time[x];
+          e.time[x] = 0;
+        }
+      const auto rw = to::solve_repeated(w, g.rb);
+      check_recost(w, rw);
+      REQUIRE(rw.points.size() == 1);
+      to::cost_t least = std::numeric_limits<to::cost_t>::max();
+      for (auto& q : held) least = std::min(least, q.memory + q.time);
+      CHECK(rw.points[0].memory == least);
+      const int b = cls[std::size_t(rw.points[0].choice[std::size_t(o0)])];
+      for (auto& inst : g.rb.instances) CHECK(cls[std::size_t(rw.points[0].choice[std::size_t(inst[j])])] == b);
+    }
     // without kin the block is searched as before
     g.rb.kin.clear();
     CHECK(costs(to::solve_repeated(g.p, g.rb)) == brute_force(g, true));
