@@ -215,7 +215,7 @@ TEST_CASE("jobs skipped by bounds: the same frontier as searching every job") {
   // compute-bound layers: larger k (smaller bubble) beats smaller k, so jobs are beaten
   const auto g = to::models::lower("gpt:layers=4,hidden=4096,heads=32,seq=1024,vocab=512,batch=16");
   const auto cl = mesh_cluster(2, 4);
-  std::size_t beaten = 0;
+  std::size_t beaten = 0, minima = 0;
   for (const bool limit : {false, true}) {
     CAPTURE(limit);
     auto o = to::testing::small_pipeline_options(to::partition_search::balanced, {}, 2);
@@ -238,6 +238,7 @@ TEST_CASE("jobs skipped by bounds: the same frontier as searching every job") {
       const auto got = to::plan_pipeline_frontier(g, cl, o);
       if (limit) CHECK(got.skipped_over_limit > 0);
       beaten += got.skipped - got.skipped_over_limit;
+      if (threads == 1) minima += got.skipped_by_minima;  // one thread: the same jobs every run
       REQUIRE(got.points.size() == want.size());
       for (std::size_t i = 0; i < want.size(); ++i) {
         CHECK(got.points[i].time == want[i].time);
@@ -248,6 +249,8 @@ TEST_CASE("jobs skipped by bounds: the same frontier as searching every job") {
     }
   }
   CHECK(beaten > 0);
+  MESSAGE("jobs skipped on node minima alone (one thread): " << minima);
+  CHECK(minima > 0);
 }
 
 TEST_CASE("job bounds: the time floor and the least stage cost are below every point") {
@@ -280,6 +283,12 @@ TEST_CASE("job bounds: the time floor and the least stage cost are below every p
         CHECK(c.memory == r.fr.points.front().memory);
         least_time = std::max(least_time, c.time);
         least_memory = std::max(least_memory, c.memory);
+        // node minima (no search) are below the least costs, and nothing fits below them
+        const auto nm = to::detail::stage_node_minima(*r.sp, o.solve.memory_limit);
+        CHECK(nm.time <= c.time);
+        CHECK(nm.memory <= c.memory);
+        CHECK(nm.memory > r.sp->built.prob.memory_offset);
+        CHECK(to::detail::stage_node_minima(*r.sp, nm.memory - 1).memory == to::detail::nothing_fits);
       }
       CHECK(least_time + sends == pf.points.back().time);
       // regions: each stage's line is under every point, and tight at the frontier
@@ -294,6 +303,9 @@ TEST_CASE("job bounds: the time floor and the least stage cost are below every p
         for (const double w : {slope / 4, slope, slope * 4}) {
           CAPTURE(w);
           const to::cost_t line = to::detail::stage_line(*r.sp, o.mode, w, 0);
+          const to::cost_t node_line = to::detail::stage_node_line(*r.sp, w, o.solve.memory_limit);
+          CHECK(node_line <= line);
+          CHECK(node_line > 0);
           double least = 1e300;
           for (const auto& q : pts) {
             CHECK(double(line) <= double(q.memory) + w * double(q.time));

@@ -120,7 +120,7 @@ inline pipeline_frontier plan_pipeline_frontier(const op_graph& g, const cluster
   if (so.max_bytes == 0) so.max_bytes = detail::default_max_bytes() / std::min(hw, std::max<std::size_t>(jobs.size(), 1));
   std::mutex mu;
   std::atomic<std::size_t> next{0};
-  std::size_t done = 0, skipped = 0, over_limit = 0;
+  std::size_t done = 0, skipped = 0, over_limit = 0, by_minima = 0;
   bool exact = true;
   std::exception_ptr failure;
   auto work = [&] {
@@ -143,6 +143,7 @@ inline pipeline_frontier plan_pipeline_frontier(const op_graph& g, const cluster
           std::lock_guard lock(mu);
           ++skipped;
           over_limit += r.over_limit ? 1 : 0;
+          by_minima += r.by_minima ? 1 : 0;
           ++done;
           if (o.progress)
             o.progress("[" + std::to_string(done) + "/" + std::to_string(jobs.size()) + "] pp " + std::to_string(jb.p) +
@@ -190,9 +191,11 @@ inline pipeline_frontier plan_pipeline_frontier(const op_graph& g, const cluster
   pf.jobs = jobs.size();
   pf.skipped = skipped;
   pf.skipped_over_limit = over_limit;
+  pf.skipped_by_minima = by_minima;
   pf.notes.push_back(std::to_string(skipped) + " of " + std::to_string(jobs.size()) + " jobs skipped by bounds (" +
                      std::to_string(over_limit) + " with least memory above the limit, " +
-                     std::to_string(skipped - over_limit) + " with every possible point beaten)");
+                     std::to_string(skipped - over_limit) + " with every possible point beaten; " +
+                     std::to_string(by_minima) + " on node minima alone)");
   if (pf.fast_searches > 0)
     pf.notes.push_back(std::to_string(pf.fast_searches) + " of " + std::to_string(pf.stage_searches) +
                        " stage searches in fast mode (one layout at every boundary between identical layers" +

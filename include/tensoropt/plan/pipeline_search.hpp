@@ -95,6 +95,7 @@ struct pipeline_frontier {
   std::size_t fast_searches = 0, stream_searches = 0;  ///< of them, in fast mode; with the stream held
   std::size_t skipped = 0;             ///< jobs skipped by bounds (plan/pipeline_bounds.hpp)
   std::size_t skipped_over_limit = 0;  ///< of them, jobs whose least memory is above the limit
+  std::size_t skipped_by_minima = 0;   ///< of them, jobs skipped on node minima alone (no scalar search)
   double seconds = 0;
   double peak_seconds = 0;  ///< of `seconds`, the runtime peak replay (runtime_peak)
   std::vector<baseline_result> baselines;
@@ -126,7 +127,7 @@ inline stage_result build_stage(const op_graph& micro, std::size_t a, std::size_
 inline void solve_stage(stage_result& r, const pipeline_options& o, const solve_options& so) {
   const auto t0 = std::chrono::steady_clock::now();
   const auto& prob = r.sp->built.prob;
-  const mode_choice mc = choose_mode(prob, r.sp->built.graph, o.mode);
+  const mode_choice mc = stage_mode(*r.sp, o.mode);
   r.fast = mc.mode == search_mode::fast;
   r.stream = r.fast && !mc.block.kin.empty();
   r.fr = r.fast ? solve_repeated(prob, mc.block, so) : solve(prob, so);
@@ -175,6 +176,7 @@ struct job_result {
   bool exact = true;
   bool skipped = false;  ///< bounds showed the job adds nothing
   bool over_limit = false;  ///< skipped because its least memory is above the limit
+  bool by_minima = false;   ///< skipped on node minima alone (no scalar search)
   double bound_seconds = 0;  ///< the corner bound's scalar searches
   double build_seconds = 0, solve_seconds = 0;
   void count(const stage_result& r) {
@@ -210,16 +212,51 @@ inline job_result balanced_job(const op_graph& g, const op_graph& micro, const c
   if (o.skip_by_bounds) {
     // the bounds of pipeline_bounds.hpp: nothing fits, or every point the job can give is beaten
     const auto tb = std::chrono::steady_clock::now();
+    const std::pair<int, int> key{int(p), int(k)};
+    // node minima first (no search); their corner and lines stay in the searched region
     job_region reg;
     reg.sends = sends;
     reg.time = floor;
+    {
+      cost_t nm = 0, nt = 0;
+      for (auto& r : *res) {
+        const strategy_cost c = stage_node_minima(*r.sp, so.memory_limit);
+        nm = std::max(nm, c.memory);
+        nt = std::max(nt, c.time);
+        if (nm == nothing_fits) break;
+      }
+      if (nm == nothing_fits || nm > so.memory_limit) {
+        jr.skipped = jr.over_limit = jr.by_minima = true;
+      } else if (known) {
+        job_region nreg = reg;
+        nreg.memory = nm;
+        nreg.time = std::max(reg.time, nt + sends);
+        const std::vector<known_point> u = known();
+        for (std::size_t line = 0; !u.empty(); ++line) {
+          const region_check c = check_region(u, nreg, key, so.memory_limit);
+          if (c.dominated) {
+            jr.skipped = jr.by_minima = true;
+            break;
+          }
+          const double w = line_weight(u, c.at);
+          if (line == node_lines || w <= 0) break;
+          cost_t s = 0;
+          for (auto& r : *res) s = std::max(s, stage_node_line(*r.sp, w, so.memory_limit));
+          const cost_t before = nreg.least_time_at(c.at);
+          nreg.lines.push_back({w, s});
+          if (nreg.least_time_at(c.at) == before) break;
+        }
+        reg.time = nreg.time;
+        reg.lines = nreg.lines;
+      }
+    }
     for (auto& r : *res) {
+      if (jr.skipped) break;
       reg.memory = std::max(reg.memory, least_stage_memory(*r.sp, o.mode, so.memory_limit, so.max_bytes));
       if (reg.memory == nothing_fits) break;
     }
-    jr.over_limit = reg.memory == nothing_fits || reg.memory > so.memory_limit;
-    const std::pair<int, int> key{int(p), int(k)};
-    if (!jr.over_limit && known) {
+    if (!jr.skipped) jr.over_limit = reg.memory == nothing_fits || reg.memory > so.memory_limit;
+    if (!jr.skipped && !jr.over_limit && known) {
       const std::vector<known_point> u = known();
       // without a point of no more memory than the job's least, nothing can beat it
       if (!u.empty() && u.front().memory <= reg.memory) {

@@ -49,6 +49,7 @@ struct stage_problem {
   std::vector<int> op_of;   ///< original op of each problem node (-1: the received input)
   index_t in_flight = 1;    ///< f
   index_t slots = 1;        ///< k + p - 1
+  index_t degree = 1;       ///< p
 };
 
 /// The problem of ops [a, b) of the micro-batch graph `micro` as stage i of p, with k
@@ -61,6 +62,7 @@ inline stage_problem build_stage_problem(const op_graph& micro, std::size_t a, s
   s.op_of = std::move(sg.op_of);
   s.in_flight = in_flight(k, p, i);
   s.slots = pipeline_slots(k, p);
+  s.degree = p;
   s.built = build_problem(with_global_batch(sg.graph, sg.graph.batch * s.slots), stage_cluster(cl, p),
                           stage_build_options(std::move(bo), k, p));
   const index_t f = s.in_flight;
