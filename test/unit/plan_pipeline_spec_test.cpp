@@ -256,6 +256,7 @@ TEST_CASE("jobs skipped by bounds: the same frontier as searching every job") {
 TEST_CASE("job bounds: the time floor and the least stage cost are below every point") {
   const auto g = to::models::lower(tiny_gpt);
   const auto cl = mesh_cluster(1, 4);
+  int edge_gain = 0;  // stages where the edges' least entries raise a node-minima bound
   for (const to::index_t p : {1, 2, 4})
     for (const to::index_t k : {4, 8}) {
       CAPTURE(p);
@@ -289,6 +290,14 @@ TEST_CASE("job bounds: the time floor and the least stage cost are below every p
         CHECK(nm.memory <= c.memory);
         CHECK(nm.memory > r.sp->built.prob.memory_offset);
         CHECK(to::detail::stage_node_minima(*r.sp, nm.memory - 1).memory == to::detail::nothing_fits);
+        // with the edges' least entries: between the node minima and the least costs
+        const auto em = to::detail::stage_edge_corner(*r.sp, o.solve.memory_limit);
+        CHECK(em.time >= nm.time);
+        CHECK(em.time <= c.time);
+        CHECK(em.memory >= nm.memory);
+        CHECK(em.memory <= c.memory);
+        CHECK(to::detail::stage_edge_corner(*r.sp, em.memory - 1).memory == to::detail::nothing_fits);
+        edge_gain += em.time > nm.time || em.memory > nm.memory;
       }
       CHECK(least_time + sends == pf.points.back().time);
       // regions: each stage's line is under every point, and tight at the frontier
@@ -304,11 +313,16 @@ TEST_CASE("job bounds: the time floor and the least stage cost are below every p
           CAPTURE(w);
           const to::cost_t line = to::detail::stage_line(*r.sp, o.mode, w, 0);
           const to::cost_t node_line = to::detail::stage_node_line(*r.sp, w, o.solve.memory_limit);
+          const to::cost_t edge_line = to::detail::stage_edge_line(*r.sp, w, o.solve.memory_limit);
           CHECK(node_line <= line);
           CHECK(node_line > 0);
+          CHECK(edge_line <= line + to::cost_t(terms));  // both round down by up to one per term
+          CHECK(edge_line + to::cost_t(terms) >= node_line);
           double least = 1e300;
           for (const auto& q : pts) {
             CHECK(double(line) <= double(q.memory) + w * double(q.time));
+            CHECK(double(edge_line) <= double(q.memory) + w * double(q.time));
+            CHECK(double(node_line) <= double(q.memory) + w * double(q.time));
             least = std::min(least, double(q.memory) + w * double(q.time));
           }
           CHECK(least - double(line) <= 2.0 * double(terms) + 1);
@@ -320,6 +334,7 @@ TEST_CASE("job bounds: the time floor and the least stage cost are below every p
       CHECK(to::detail::least_stage_cost(*r0.sp, o.mode, r0.fr.points.front().memory - 1, 0).memory ==
             to::detail::nothing_fits);
     }
+  CHECK(edge_gain > 0);
 }
 
 TEST_CASE("job regions: a region is skipped only when every point of it is dominated") {

@@ -213,39 +213,46 @@ inline job_result balanced_job(const op_graph& g, const op_graph& micro, const c
     // the bounds of pipeline_bounds.hpp: nothing fits, or every point the job can give is beaten
     const auto tb = std::chrono::steady_clock::now();
     const std::pair<int, int> key{int(p), int(k)};
-    // node minima first (no search); their corner and lines stay in the searched region
+    // node minima first, then node and edge minima (no search); the corner and lines of
+    // the last stay in the searched region
     job_region reg;
     reg.sends = sends;
     reg.time = floor;
-    {
+    const std::vector<known_point> u0 = known ? known() : std::vector<known_point>{};
+    for (const bool edges : {false, true}) {
       cost_t nm = 0, nt = 0;
       for (auto& r : *res) {
-        const strategy_cost c = stage_node_minima(*r.sp, so.memory_limit);
+        const strategy_cost c = edges ? stage_edge_corner(*r.sp, so.memory_limit)
+                                      : stage_node_minima(*r.sp, so.memory_limit);
         nm = std::max(nm, c.memory);
         nt = std::max(nt, c.time);
         if (nm == nothing_fits) break;
       }
       if (nm == nothing_fits || nm > so.memory_limit) {
         jr.skipped = jr.over_limit = jr.by_minima = true;
-      } else if (known) {
-        job_region nreg = reg;
-        nreg.memory = nm;
-        nreg.time = std::max(reg.time, nt + sends);
-        const std::vector<known_point> u = known();
-        for (std::size_t line = 0; !u.empty(); ++line) {
-          const region_check c = check_region(u, nreg, key, so.memory_limit);
-          if (c.dominated) {
-            jr.skipped = jr.by_minima = true;
-            break;
-          }
-          const double w = line_weight(u, c.at);
-          if (line == node_lines || w <= 0) break;
-          cost_t s = 0;
-          for (auto& r : *res) s = std::max(s, stage_node_line(*r.sp, w, so.memory_limit));
-          const cost_t before = nreg.least_time_at(c.at);
-          nreg.lines.push_back({w, s});
-          if (nreg.least_time_at(c.at) == before) break;
+        break;
+      }
+      job_region nreg = reg;
+      nreg.memory = nm;
+      nreg.time = std::max(reg.time, nt + sends);
+      nreg.lines.clear();
+      for (std::size_t line = 0; !u0.empty(); ++line) {
+        const region_check c = check_region(u0, nreg, key, so.memory_limit);
+        if (c.dominated) {
+          jr.skipped = jr.by_minima = true;
+          break;
         }
+        const double w = line_weight(u0, c.at);
+        if (line == node_lines || w <= 0) break;
+        cost_t s = 0;
+        for (auto& r : *res)
+          s = std::max(s, edges ? stage_edge_line(*r.sp, w, so.memory_limit) : stage_node_line(*r.sp, w, so.memory_limit));
+        const cost_t before = nreg.least_time_at(c.at);
+        nreg.lines.push_back({w, s});
+        if (nreg.least_time_at(c.at) == before) break;
+      }
+      if (jr.skipped) break;
+      if (edges) {
         reg.time = nreg.time;
         reg.lines = nreg.lines;
       }
