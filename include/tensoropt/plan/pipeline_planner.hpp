@@ -148,8 +148,10 @@ inline pipeline_frontier plan_pipeline_frontier(const op_graph& g, const cluster
           if (o.progress)
             o.progress("[" + std::to_string(done) + "/" + std::to_string(jobs.size()) + "] pp " + std::to_string(jb.p) +
                        ", micro-batches " + std::to_string(jb.k) + ": skipped by bounds (" +
-                       (r.over_limit ? "nothing fits" : "beaten") + ", bounds in " +
-                       detail::fmt("%.2f", detail::seconds_since(tj)) + " s)");
+                       (r.over_limit ? "nothing fits" : "beaten") + (r.by_minima ? " on minima" : "") +
+                       ", built in " + detail::fmt("%.2f", r.build_seconds) + " s, bounds " +
+                       detail::fmt("%.2f", r.bound_seconds) + " s, " + detail::fmt("%.2f", detail::seconds_since(tj)) +
+                       " s in all)");
           continue;
         }
         std::vector<bool> keep(r.points.size());
@@ -195,7 +197,7 @@ inline pipeline_frontier plan_pipeline_frontier(const op_graph& g, const cluster
   pf.notes.push_back(std::to_string(skipped) + " of " + std::to_string(jobs.size()) + " jobs skipped by bounds (" +
                      std::to_string(over_limit) + " with least memory above the limit, " +
                      std::to_string(skipped - over_limit) + " with every possible point beaten; " +
-                     std::to_string(by_minima) + " on node minima alone)");
+                     std::to_string(by_minima) + " on node and edge minima alone, no scalar search)");
   if (pf.fast_searches > 0)
     pf.notes.push_back(std::to_string(pf.fast_searches) + " of " + std::to_string(pf.stage_searches) +
                        " stage searches in fast mode (one layout at every boundary between identical layers" +

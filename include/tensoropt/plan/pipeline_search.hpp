@@ -179,12 +179,13 @@ struct job_result {
   bool by_minima = false;   ///< skipped on node minima alone (no scalar search)
   double bound_seconds = 0;  ///< the corner bound's scalar searches
   double build_seconds = 0, solve_seconds = 0;
-  void count(const stage_result& r) {
+  /// Counts a stage search; `built`: its build time is not counted yet.
+  void count(const stage_result& r, bool built = true) {
     exact = exact && r.fr.exact && !r.fr.restricted;
     ++searches;
     fast += r.fast ? 1 : 0;
     stream += r.stream ? 1 : 0;
-    build_seconds += r.build_seconds;
+    if (built) build_seconds += r.build_seconds;
     solve_seconds += r.solve_seconds;
   }
 };
@@ -207,8 +208,10 @@ inline job_result balanced_job(const op_graph& g, const op_graph& micro, const c
   }
   auto res = std::make_shared<std::vector<stage_result>>();
   const cost_t sends = pipeline_sends(micro, cl, p, bp.starts, o.build.prec);
-  for (std::size_t s : reps)
+  for (std::size_t s : reps) {
     res->push_back(build_stage(micro, bp.starts[s], s + 1 < P ? bp.starts[s + 1] : n, cl, o, k, p, index_t(s)));
+    jr.build_seconds += res->back().build_seconds;
+  }
   if (o.skip_by_bounds) {
     // the bounds of pipeline_bounds.hpp: nothing fits, or every point the job can give is beaten
     const auto tb = std::chrono::steady_clock::now();
@@ -292,7 +295,7 @@ inline job_result balanced_job(const op_graph& g, const op_graph& micro, const c
   }
   for (auto& r : *res) {
     solve_stage(r, o, so);
-    jr.count(r);
+    jr.count(r, false);
   }
   struct acc_point {
     cost_t time, memory;
