@@ -249,7 +249,7 @@ TEST_CASE("jobs skipped by bounds: the same frontier as searching every job") {
     }
   }
   CHECK(beaten > 0);
-  MESSAGE("jobs skipped on node minima alone (one thread): " << minima);
+  MESSAGE("jobs skipped on node and edge minima alone (one thread): " << minima);
   CHECK(minima > 0);
 }
 
@@ -285,18 +285,18 @@ TEST_CASE("job bounds: the time floor and the least stage cost are below every p
         least_time = std::max(least_time, c.time);
         least_memory = std::max(least_memory, c.memory);
         // node minima (no search) are below the least costs, and nothing fits below them
-        const auto nm = to::detail::stage_node_minima(*r.sp, o.solve.memory_limit);
+        const auto nm = to::detail::stage_minima_corner(*r.sp, o.solve.memory_limit, false);
         CHECK(nm.time <= c.time);
         CHECK(nm.memory <= c.memory);
         CHECK(nm.memory > r.sp->built.prob.memory_offset);
-        CHECK(to::detail::stage_node_minima(*r.sp, nm.memory - 1).memory == to::detail::nothing_fits);
+        CHECK(to::detail::stage_minima_corner(*r.sp, nm.memory - 1, false).memory == to::detail::nothing_fits);
         // with the edges' least entries: between the node minima and the least costs
-        const auto em = to::detail::stage_edge_corner(*r.sp, o.solve.memory_limit);
+        const auto em = to::detail::stage_minima_corner(*r.sp, o.solve.memory_limit, true);
         CHECK(em.time >= nm.time);
         CHECK(em.time <= c.time);
         CHECK(em.memory >= nm.memory);
         CHECK(em.memory <= c.memory);
-        CHECK(to::detail::stage_edge_corner(*r.sp, em.memory - 1).memory == to::detail::nothing_fits);
+        CHECK(to::detail::stage_minima_corner(*r.sp, em.memory - 1, true).memory == to::detail::nothing_fits);
         edge_gain += em.time > nm.time || em.memory > nm.memory;
       }
       CHECK(least_time + sends == pf.points.back().time);
@@ -312,9 +312,9 @@ TEST_CASE("job bounds: the time floor and the least stage cost are below every p
         for (const double w : {slope / 4, slope, slope * 4}) {
           CAPTURE(w);
           const to::cost_t line = to::detail::stage_line(*r.sp, o.mode, w, 0);
-          const to::cost_t node_line = to::detail::stage_node_line(*r.sp, w, o.solve.memory_limit);
-          const to::cost_t edge_line = to::detail::stage_edge_line(*r.sp, w, o.solve.memory_limit);
-          CHECK(node_line <= line);
+          const to::cost_t node_line = to::detail::stage_minima_line(*r.sp, w, o.solve.memory_limit, false);
+          const to::cost_t edge_line = to::detail::stage_minima_line(*r.sp, w, o.solve.memory_limit, true);
+          CHECK(node_line <= line + to::cost_t(terms));
           CHECK(node_line > 0);
           CHECK(edge_line <= line + to::cost_t(terms));  // both round down by up to one per term
           CHECK(edge_line + to::cost_t(terms) >= node_line);

@@ -221,66 +221,24 @@ inline cost_t stage_line(const stage_problem& sp, search_mode mode, double w, st
 /// Lines from node minima a job's region takes at most (each one pass over the configs).
 inline constexpr std::size_t node_lines = 8;
 
-/// The node-minima bounds of stage problem `sp` (see the file comment): least time and
-/// memory over each node's configs below the cap and within `memory_limit`, summed.
-/// memory is nothing_fits when some node has no such config or the sum exceeds the limit.
-inline strategy_cost stage_node_minima(const stage_problem& sp, cost_t memory_limit) {
-  const problem& q = sp.built.prob;
-  const cost_t cap = sp.built.time_cap;
-  if (q.memory_offset > memory_limit) return {0, nothing_fits};
-  const cost_t room = memory_limit - q.memory_offset;
-  strategy_cost r{0, q.memory_offset};
-  for (const auto& n : q.nodes) {
-    cost_t t = max_problem_cost, m = max_problem_cost;
-    for (const auto& c : n.configs)
-      if (c.time < cap && c.memory <= room) {
-        t = std::min(t, c.time);
-        m = std::min(m, c.memory);
-      }
-    if (t == max_problem_cost) return {0, nothing_fits};
-    r.time += t;
-    r.memory += m;
-    if (r.memory > memory_limit) return {0, nothing_fits};
-  }
-  return r;
-}
-
-/// s with m + w t >= s for every strategy of `sp` the stage search keeps, from node minima
-/// (see the file comment): the offset plus the sum of each node's least m + w t, less one
-/// per node and a relative 1e-9 for the rounding of the double sums.
-inline cost_t stage_node_line(const stage_problem& sp, double w, cost_t memory_limit) {
-  const problem& q = sp.built.prob;
-  const cost_t cap = sp.built.time_cap;
-  if (q.memory_offset > memory_limit) return 0;
-  const cost_t room = memory_limit - q.memory_offset;
-  double s = double(q.memory_offset);
-  for (const auto& n : q.nodes) {
-    double b = std::numeric_limits<double>::infinity();
-    for (const auto& c : n.configs)
-      if (c.time < cap && c.memory <= room) b = std::min(b, double(c.memory) + w * double(c.time));
-    if (b == std::numeric_limits<double>::infinity()) return 0;
-    s += b;
-  }
-  s = s * (1 - 1e-9) - double(q.nodes.size()) - 1;
-  return s > 0 ? cost_t(std::min(s, 9.0e18)) : 0;
-}
-
-/// The offset plus, over the nodes u, the least over u's admitted configs c of
-/// f(c) + the sum over the edges e leaving u of the least f(e[c, d]) over the admitted
-/// configs d of e's other end (an edge entry of time at or above the cap is not admitted):
-/// a lower bound of f summed over any strategy the stage search keeps (see the file
-/// comment, "node and edge minima"). inf() when some node admits nothing.
+/// The offset plus, over the nodes u, the least over u's admitted configs c (time below
+/// the cap, memory within `memory_limit` less the offset) of f(c) plus, with `edges`, the
+/// sum over the edges e leaving u of the least f(e[c, d]) over the admitted configs d of
+/// e's other end (an entry of time at or above the cap is not admitted): a lower bound of
+/// f summed over any strategy the stage search keeps (see the file comment, "node and
+/// edge minima"). `inf` when some node admits nothing; sums saturate at `inf`.
 template <class V, class F>
-V stage_edge_minima(const stage_problem& sp, cost_t memory_limit, F f, V inf) {
+V stage_minima(const stage_problem& sp, cost_t memory_limit, bool edges, F f, V inf) {
   const problem& q = sp.built.prob;
   const cost_t cap = sp.built.time_cap;
   if (q.memory_offset > memory_limit) return inf;
   const cost_t room = memory_limit - q.memory_offset;
   auto admitted = [&](const problem_config& c) { return c.time < cap && c.memory <= room; };
-  auto add = [inf](V a, V b) { return a >= inf - b ? inf : a + b; };  // saturating at inf
+  auto add = [inf](V a, V b) { return a >= inf - b ? inf : a + b; };
   std::vector<std::vector<V>> extra(q.nodes.size());
   for (std::size_t u = 0; u < q.nodes.size(); ++u) extra[u].assign(q.nodes[u].configs.size(), V(0));
-  for (const auto& e : q.edges) {
+  for (std::size_t i = 0; edges && i < q.edges.size(); ++i) {
+    const auto& e = q.edges[i];
     const auto& cu = q.nodes[std::size_t(e.from)].configs;
     const auto& cw = q.nodes[std::size_t(e.to)].configs;
     auto& x = extra[std::size_t(e.from)];
@@ -306,18 +264,23 @@ V stage_edge_minima(const stage_problem& sp, cost_t memory_limit, F f, V inf) {
   return total;
 }
 
-/// stage_node_minima with the edges' least entries added (stage_edge_minima).
-inline strategy_cost stage_edge_corner(const stage_problem& sp, cost_t memory_limit) {
-  const cost_t t = stage_edge_minima(sp, memory_limit, [](cost_t x, cost_t) { return x; }, max_problem_cost);
-  const cost_t m = stage_edge_minima(sp, memory_limit, [](cost_t, cost_t y) { return y; }, max_problem_cost);
+/// The least time and least memory of stage problem `sp` from node minima (`edges`: node
+/// and edge minima; see stage_minima). memory is nothing_fits when some node admits no
+/// config or the least memory exceeds the limit.
+inline strategy_cost stage_minima_corner(const stage_problem& sp, cost_t memory_limit, bool edges) {
+  const cost_t t = stage_minima(sp, memory_limit, edges, [](cost_t x, cost_t) { return x; }, max_problem_cost);
+  const cost_t m = stage_minima(sp, memory_limit, edges, [](cost_t, cost_t y) { return y; }, max_problem_cost);
   if (t >= max_problem_cost || m >= max_problem_cost || m > memory_limit) return {0, nothing_fits};
   return {t, m};
 }
 
-/// stage_node_line with the edges' least entries added (stage_edge_minima).
-inline cost_t stage_edge_line(const stage_problem& sp, double w, cost_t memory_limit) {
+/// s with m + w t >= s for every strategy of `sp` the stage search keeps, from node minima
+/// (`edges`: node and edge minima; see stage_minima): their sum of m + w t, less one per
+/// node and edge and a relative 1e-9 for the rounding of the double sums; 0 when some node
+/// admits nothing.
+inline cost_t stage_minima_line(const stage_problem& sp, double w, cost_t memory_limit, bool edges) {
   const double inf = std::numeric_limits<double>::infinity();
-  double s = stage_edge_minima(sp, memory_limit, [w](cost_t t, cost_t m) { return double(m) + w * double(t); }, inf);
+  double s = stage_minima(sp, memory_limit, edges, [w](cost_t t, cost_t m) { return double(m) + w * double(t); }, inf);
   if (s == inf) return 0;
   const auto& q = sp.built.prob;
   s = s * (1 - 1e-9) - double(q.nodes.size() + q.edges.size()) - 1;

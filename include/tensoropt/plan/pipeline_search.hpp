@@ -225,8 +225,7 @@ inline job_result balanced_job(const op_graph& g, const op_graph& micro, const c
     for (const bool edges : {false, true}) {
       cost_t nm = 0, nt = 0;
       for (auto& r : *res) {
-        const strategy_cost c = edges ? stage_edge_corner(*r.sp, so.memory_limit)
-                                      : stage_node_minima(*r.sp, so.memory_limit);
+        const strategy_cost c = stage_minima_corner(*r.sp, so.memory_limit, edges);
         nm = std::max(nm, c.memory);
         nt = std::max(nt, c.time);
         if (nm == nothing_fits) break;
@@ -249,7 +248,7 @@ inline job_result balanced_job(const op_graph& g, const op_graph& micro, const c
         if (line == node_lines || w <= 0) break;
         cost_t s = 0;
         for (auto& r : *res)
-          s = std::max(s, edges ? stage_edge_line(*r.sp, w, so.memory_limit) : stage_node_line(*r.sp, w, so.memory_limit));
+          s = std::max(s, stage_minima_line(*r.sp, w, so.memory_limit, edges));
         const cost_t before = nreg.least_time_at(c.at);
         nreg.lines.push_back({w, s});
         if (nreg.least_time_at(c.at) == before) break;
