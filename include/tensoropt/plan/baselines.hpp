@@ -94,10 +94,11 @@ inline std::vector<baseline_result> plan_baselines(const op_graph& g, const clus
 }
 
 namespace detail {
-/// `p` with one objective: time' = time * 2^s + floor(memory / q) and memory' = 0, so every
-/// frontier of the search shrinks to one point, the least time'. The shift s leaves time'
-/// below 2^62 and q makes the memory terms of any strategy sum below 2^s: time' orders
-/// strategies by time exactly, and equal times by memory (rounded down to q per term).
+/// `p` with one objective, held in memory: memory' = time * 2^s + floor(memory / q) and
+/// time' = 0, so every frontier of the search shrinks to one point, the least memory'. The
+/// shift s leaves memory' below 2^62 and q makes the memory terms of any strategy sum below
+/// 2^s: memory' orders strategies by time exactly, and equal times by memory (rounded down
+/// to q per term).
 inline problem time_then_memory(const problem& p) {
   cost_t tmax = 0, mmax = p.memory_offset;
   for (auto& n : p.nodes) {
@@ -114,11 +115,13 @@ inline problem time_then_memory(const problem& p) {
   const cost_t q = (mmax >> s) + 1;
   problem f = p;
   f.memory_offset = 0;
+  // the folded objective is put in memory (time 0): the eliminator's single-objective
+  // pass takes such searches on dense rows (search/detail/eliminator.hpp)
   for (auto& n : f.nodes)
-    for (auto& c : n.configs) { c.time = (c.time << s) + (s ? c.memory / q : 0); c.memory = 0; }
+    for (auto& c : n.configs) { c.memory = (c.time << s) + (s ? c.memory / q : 0); c.time = 0; }
   for (auto& e : f.edges) {
-    for (std::size_t i = 0; i < e.time.size(); ++i) e.time[i] = (e.time[i] << s) + (s ? e.memory[i] / q : 0);
-    std::fill(e.memory.begin(), e.memory.end(), 0);
+    for (std::size_t i = 0; i < e.time.size(); ++i) e.memory[i] = (e.time[i] << s) + (s ? e.memory[i] / q : 0);
+    std::fill(e.time.begin(), e.time.end(), 0);
   }
   return f;
 }

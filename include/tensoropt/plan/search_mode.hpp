@@ -244,11 +244,13 @@ inline restriction_check check_restriction(const problem& p, const frontier_resu
     }
     const double unit = std::max(1.0, largest / double(max_problem_cost / 2));
     auto scal = [&](cost_t t, cost_t m) { return cost_t(std::llround(raw(t, m) / unit)); };
+    // the weighted sum is put in memory (time 0): the eliminator's single-objective pass
+    // takes such searches on dense rows (search/detail/eliminator.hpp)
     q.memory_offset = 0;
     for (auto& n : q.nodes)
-      for (auto& c : n.configs) { c.time = scal(c.time, c.memory); c.memory = 0; }
+      for (auto& c : n.configs) { c.memory = scal(c.time, c.memory); c.time = 0; }
     for (auto& e : q.edges)
-      for (std::size_t i = 0; i < e.time.size(); ++i) { e.time[i] = scal(e.time[i], e.memory[i]); e.memory[i] = 0; }
+      for (std::size_t i = 0; i < e.time.size(); ++i) { e.memory[i] = scal(e.time[i], e.memory[i]); e.time[i] = 0; }
     const auto opt = solve(q);
     if (opt.points.empty()) continue;
     const auto oc = cost_of(p, opt.points.front().choice);
@@ -256,7 +258,7 @@ inline restriction_check check_restriction(const problem& p, const frontier_resu
     ++out.compared;
     cost_t best = -1;
     for (auto& pt : r.points) {
-      const cost_t v = cost_of(q, pt.choice).time;
+      const cost_t v = cost_of(q, pt.choice).memory;
       if (best < 0 || v < best) best = v;
     }
     for (auto& pt : also) {
@@ -264,7 +266,7 @@ inline restriction_check check_restriction(const problem& p, const frontier_resu
       const cost_t v = cost_t(std::llround(raw(pt.time, pt.memory) / unit));
       if (best < 0 || v < best) best = v;
     }
-    const cost_t o = opt.points.front().time;
+    const cost_t o = opt.points.front().memory;
     if (best > o) out.gap = std::max(out.gap, double(best - o) / double(std::max<cost_t>(o, 1)));
   }
   return out;

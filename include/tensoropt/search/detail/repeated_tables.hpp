@@ -128,17 +128,25 @@ inline repeated_tables repeated_parts(const problem& p, const repeated_block& rb
 /// The least time and the least memory of any strategy of `q` (exact single-objective
 /// searches; the two may come from different strategies): a point at or below all of them.
 inline candidate least_corner(const problem& q) {
+  // the least time as the least "memory" of a problem whose memory is its time (time 0):
+  // the eliminator's single-objective pass takes it on dense rows
   problem t = q, m = q;
   t.memory_offset = 0;
   for (auto& n : t.nodes)
-    for (auto& c : n.configs) c.memory = 0;
-  for (auto& e : t.edges) std::fill(e.memory.begin(), e.memory.end(), cost_t(0));
+    for (auto& c : n.configs) {
+      c.memory = c.time;
+      c.time = 0;
+    }
+  for (auto& e : t.edges) {
+    e.memory = e.time;
+    std::fill(e.time.begin(), e.time.end(), cost_t(0));
+  }
   for (auto& n : m.nodes)
     for (auto& c : n.configs) c.time = 0;
   for (auto& e : m.edges) std::fill(e.time.begin(), e.time.end(), cost_t(0));
   const auto ft = solve(t), fm = solve(m);
   require<runtime_error>(!ft.points.empty() && !fm.points.empty(), "least_corner: a search returned no point");
-  return {ft.points.front().time, fm.points.front().memory, -1, -1};
+  return {ft.points.front().memory, fm.points.front().memory, -1, -1};
 }
 
 /// The corners of A and Z (least_corner of their subproblems, over every layout) added: a
