@@ -53,7 +53,7 @@
 //    number of lines without a search; the job is tested on node minima, then on node and
 //    edge minima, then on the scalar searches. On megatron-1t they are within a few per
 //    cent of the searched least time where it decides (84.1 s searched, 81.0 s from
-//    minima at p = 1, k = 1), and 151 of its 180 skipped jobs need no scalar search.
+//    minima at p = 1, k = 1), and 150 of its 180 skipped jobs need no scalar search.
 //
 // Skipping. A job is skipped when its least memory is above the memory limit (it has
 // no point below the limit, and points above it are not kept), or when every point of
