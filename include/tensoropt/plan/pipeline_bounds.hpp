@@ -218,7 +218,8 @@ inline cost_t stage_line(const stage_problem& sp, search_mode mode, double w, st
   return s > cost_t(terms) ? s - cost_t(terms) : 0;
 }
 
-/// Lines from node minima a job's region takes at most (each one pass over the configs).
+/// Lines from node minima, and again from node and edge minima, a job's region takes at
+/// most (each one pass over the configs, or over the edge entries).
 inline constexpr std::size_t node_lines = 8;
 
 /// The offset plus, over the nodes u, the least over u's admitted configs c (time below

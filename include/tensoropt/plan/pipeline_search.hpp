@@ -95,7 +95,7 @@ struct pipeline_frontier {
   std::size_t fast_searches = 0, stream_searches = 0;  ///< of them, in fast mode; with the stream held
   std::size_t skipped = 0;             ///< jobs skipped by bounds (plan/pipeline_bounds.hpp)
   std::size_t skipped_over_limit = 0;  ///< of them, jobs whose least memory is above the limit
-  std::size_t skipped_by_minima = 0;   ///< of them, jobs skipped on node minima alone (no scalar search)
+  std::size_t skipped_by_minima = 0;   ///< of them, jobs skipped on node (and edge) minima alone, no scalar search
   double seconds = 0;
   double peak_seconds = 0;  ///< of `seconds`, the runtime peak replay (runtime_peak)
   std::vector<baseline_result> baselines;
@@ -176,8 +176,8 @@ struct job_result {
   bool exact = true;
   bool skipped = false;  ///< bounds showed the job adds nothing
   bool over_limit = false;  ///< skipped because its least memory is above the limit
-  bool by_minima = false;   ///< skipped on node minima alone (no scalar search)
-  double bound_seconds = 0;  ///< the corner bound's scalar searches
+  bool by_minima = false;   ///< skipped on node (and edge) minima alone, no scalar search
+  double bound_seconds = 0;  ///< the job bounds (minima and scalar searches)
   double build_seconds = 0, solve_seconds = 0;
   /// Counts a stage search; `built`: its build time is not counted yet.
   void count(const stage_result& r, bool built = true) {
@@ -221,6 +221,21 @@ inline job_result balanced_job(const op_graph& g, const op_graph& micro, const c
     job_region reg;
     reg.sends = sends;
     reg.time = floor;
+    // Adds up to `most` lines (line_of(w): s of every stage class at slope w) to `rg`,
+    // each at the slope of u where rg is not yet dominated; true when rg is dominated.
+    auto dominated = [&](const std::vector<known_point>& u, job_region& rg, std::size_t most, auto line_of) {
+      for (std::size_t line = 0;; ++line) {
+        const region_check c = check_region(u, rg, key, so.memory_limit);
+        if (c.dominated) return true;
+        const double w = line_weight(u, c.at);
+        if (line == most || w <= 0) return false;
+        cost_t s = 0;
+        for (auto& r : *res) s = std::max(s, line_of(*r.sp, w));
+        const cost_t before = rg.least_time_at(c.at);
+        rg.lines.push_back({w, s});
+        if (rg.least_time_at(c.at) == before) return false;  // no progress where it is not dominated
+      }
+    };
     const std::vector<known_point> u0 = known ? known() : std::vector<known_point>{};
     for (const bool edges : {false, true}) {
       cost_t nm = 0, nt = 0;
@@ -230,30 +245,19 @@ inline job_result balanced_job(const op_graph& g, const op_graph& micro, const c
         nt = std::max(nt, c.time);
         if (nm == nothing_fits) break;
       }
-      if (nm == nothing_fits || nm > so.memory_limit) {
+      if (nm == nothing_fits) {  // (stage_minima_corner: also when above the limit)
         jr.skipped = jr.over_limit = jr.by_minima = true;
         break;
       }
       job_region nreg = reg;
       nreg.memory = nm;
       nreg.time = std::max(reg.time, nt + sends);
-      nreg.lines.clear();
-      for (std::size_t line = 0; !u0.empty(); ++line) {
-        const region_check c = check_region(u0, nreg, key, so.memory_limit);
-        if (c.dominated) {
-          jr.skipped = jr.by_minima = true;
-          break;
-        }
-        const double w = line_weight(u0, c.at);
-        if (line == node_lines || w <= 0) break;
-        cost_t s = 0;
-        for (auto& r : *res)
-          s = std::max(s, stage_minima_line(*r.sp, w, so.memory_limit, edges));
-        const cost_t before = nreg.least_time_at(c.at);
-        nreg.lines.push_back({w, s});
-        if (nreg.least_time_at(c.at) == before) break;
+      if (!u0.empty() && dominated(u0, nreg, node_lines, [&](const stage_problem& sp, double w) {
+            return stage_minima_line(sp, w, so.memory_limit, edges);
+          })) {
+        jr.skipped = jr.by_minima = true;
+        break;
       }
-      if (jr.skipped) break;
       if (edges) {
         reg.time = nreg.time;
         reg.lines = nreg.lines;
@@ -272,20 +276,9 @@ inline job_result balanced_job(const op_graph& g, const op_graph& micro, const c
         cost_t lt = 0;
         for (auto& r : *res) lt = std::max(lt, least_stage_time(*r.sp, o.mode, so.max_bytes));
         reg.time = std::max(reg.time, lt + sends);
-        for (std::size_t line = 0;; ++line) {
-          const region_check c = check_region(u, reg, key, so.memory_limit);
-          if (c.dominated) {
-            jr.skipped = true;
-            break;
-          }
-          const double w = line_weight(u, c.at);
-          if (line == o.max_lines || w <= 0) break;
-          cost_t s = 0;
-          for (auto& r : *res) s = std::max(s, stage_line(*r.sp, o.mode, w, so.max_bytes));
-          const cost_t before = reg.least_time_at(c.at);
-          reg.lines.push_back({w, s});
-          if (reg.least_time_at(c.at) == before) break;  // no progress where it is not dominated
-        }
+        jr.skipped = dominated(u, reg, o.max_lines, [&](const stage_problem& sp, double w) {
+          return stage_line(sp, o.mode, w, so.max_bytes);
+        });
       }
     }
     jr.bound_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - tb).count();

@@ -346,27 +346,22 @@ class eliminator : factor_store {
     constexpr std::uint64_t empty_cell = (std::uint64_t(1) << 62) + 1;
     std::vector<std::vector<std::uint64_t>> dtab(dense ? m : 0);
     std::vector<std::vector<std::size_t>> dstrides(dense ? m : 0, std::vector<std::size_t>(k, 0));
-    std::vector<std::size_t> doff(dense ? m : 0, 0), dvs(dense ? m : 0, 0);
+    std::vector<std::size_t> doff(dense ? m : 0, 0);
     std::vector<std::uint64_t> acc(dense ? dv : 0);
     std::vector<int> cv_class(dense && v_classed ? dv : 0);
     if (dense) {
       for (std::size_t cv = 0; cv < cv_class.size(); ++cv) cv_class[cv] = class_of(v, cv);
       for (std::size_t f = 0; f < m; ++f) {
         const factor& fa = factors_[ids[f]];
+        // every joined factor mentions v (live_factors): v gets stride 1, the rest follow
         const std::size_t w = fa.scope.size();
-        std::vector<std::size_t> nst(w, 0);
-        std::size_t st = 1;
-        for (std::size_t j = w; j-- > 0;)
-          if (fa.scope[j] == v) dvs[f] = 1;
-        if (dvs[f]) st = dv;
+        std::vector<std::size_t> nst(w, 1);
+        std::size_t st = dv;
         for (std::size_t j = w; j-- > 0;) {
           if (fa.scope[j] == v) continue;
           nst[j] = st;
           st *= fa.dims[j];
         }
-        if (dvs[f])
-          for (std::size_t j = 0; j < w; ++j)
-            if (fa.scope[j] == v) nst[j] = 1;
         dtab[f].assign(st, empty_cell);
         std::vector<std::size_t> at(w, 0);
         for (std::size_t x = 0; x < fa.cells(); ++x) {
@@ -402,9 +397,7 @@ class eliminator : factor_store {
         std::uint64_t* a = acc.data();
         for (std::size_t f = 0; f < m; ++f) {
           const std::uint64_t* row = dtab[f].data() + doff[f];
-          if (dvs[f] == 0) {
-            for (std::size_t cv = 0; cv < dv; ++cv) a[cv] = f == 0 ? row[0] : a[cv] + row[0];
-          } else if (f == 0) {
+          if (f == 0) {
             for (std::size_t cv = 0; cv < dv; ++cv) a[cv] = row[cv];
           } else {
             for (std::size_t cv = 0; cv < dv; ++cv) a[cv] += row[cv];
