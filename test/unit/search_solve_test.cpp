@@ -241,6 +241,40 @@ TEST_CASE("solve rejects malformed in-memory problems and reports progress") {
   p.edges = {{0, 1, {0}, {0, 0}}};
   CHECK_THROWS_WITH_AS(to::solve(p), doctest::Contains("edges[0].time: expected 1 x 2"),
                        to::invalid_argument);
+  // every check names its field and position (the names are built only for the message)
+  auto rejects = [](to::problem q, const char* what) {
+    CAPTURE(what);
+    CHECK_THROWS_WITH_AS(to::solve(q), doctest::Contains(what), to::invalid_argument);
+  };
+  const auto good = [&] {
+    auto q = p;
+    q.edges = {{0, 1, {0, 1}, {0, 0}}};
+    return q;
+  }();
+  auto q = good;
+  q.nodes[1].configs[1].time = -3;
+  rejects(q, "nodes[1].configs[1].time: must be >= 0, got -3 ps");
+  q = good;
+  q.nodes[1].configs[0].memory = -4;
+  rejects(q, "nodes[1].configs[0].memory: must be >= 0, got -4 bytes");
+  q = good;
+  q.nodes[0].configs.clear();
+  rejects(q, "nodes[0].configs: node 0 'a' has no configs");
+  q = good;
+  q.edges[0].memory[1] = -1;
+  rejects(q, "edges[0].memory[0][1]: must be >= 0, got -1");
+  q = good;
+  q.edges[0].to = 5;
+  rejects(q, "edges[0].to: node 5 does not exist (there are 2 nodes");
+  q = good;
+  q.edges[0].from = -1;
+  rejects(q, "edges[0].from: node -1 does not exist");
+  q = good;
+  q.edges[0].to = 0;
+  rejects(q, "edges[0]: a self-loop on node 0 'a'");
+  q = good;
+  q.edges.push_back({1, 0, {0, 0}, {0, 0}});
+  rejects(q, "a cycle through");
   p.edges = {{0, 1, {0, 1}, {0, 0}}};
   int calls = 0;
   const auto r = to::solve(p, {}, [&](const to::search_progress& s) {
