@@ -1,6 +1,7 @@
 // Pipeline plans from `--strategy pp=P,...`, the Megatron 3D baselines, and the balanced
 // pipeline search on a small GPT: p = 1 equals today's planner, every point re-costs.
 #include <doctest/doctest.h>
+#include <random>
 #include <tensoropt/models/zoo.hpp>
 #include <tensoropt/plan/pipeline_planner.hpp>
 #include <tensoropt/plan/pipeline_plan_file.hpp>
@@ -215,7 +216,7 @@ TEST_CASE("jobs skipped by bounds: the same frontier as searching every job") {
   // compute-bound layers: larger k (smaller bubble) beats smaller k, so jobs are beaten
   const auto g = to::models::lower("gpt:layers=4,hidden=4096,heads=32,seq=1024,vocab=512,batch=16");
   const auto cl = mesh_cluster(2, 4);
-  std::size_t beaten = 0, minima = 0;
+  std::size_t beaten = 0, minima = 0, after = 0;
   for (const bool limit : {false, true}) {
     CAPTURE(limit);
     auto o = to::testing::small_pipeline_options(to::partition_search::balanced, {}, 2);
@@ -239,6 +240,7 @@ TEST_CASE("jobs skipped by bounds: the same frontier as searching every job") {
       if (limit) CHECK(got.skipped_over_limit > 0);
       beaten += got.skipped - got.skipped_over_limit;
       if (threads == 1) minima += got.skipped_by_minima;  // one thread: the same jobs every run
+      if (threads == 1) after += got.skipped_after_searches;
       REQUIRE(got.points.size() == want.size());
       for (std::size_t i = 0; i < want.size(); ++i) {
         CHECK(got.points[i].time == want[i].time);
@@ -251,6 +253,7 @@ TEST_CASE("jobs skipped by bounds: the same frontier as searching every job") {
   CHECK(beaten > 0);
   MESSAGE("jobs skipped on node and edge minima alone (one thread): " << minima);
   CHECK(minima > 0);
+  MESSAGE("jobs skipped on the frontier of some stage classes (one thread): " << after);
 }
 
 TEST_CASE("job bounds: the time floor and the least stage cost are below every point") {
@@ -374,5 +377,120 @@ TEST_CASE("job regions: a region is skipped only when every point of it is domin
   sent.sends = 10;
   sent.lines.push_back({1.0, 120});
   CHECK(sent.least_time_at(15) == 114);
+}
+
+TEST_CASE("job regions: the frontier of the stage classes searched so far skips a job the lines cannot") {
+  // found so far: (100, 10), (50, 20), (20, 40); limit 100
+  const std::vector<to::known_point> u{{100, 10, {2, 2}}, {50, 20, {2, 2}}, {20, 40, {2, 2}}};
+  struct pt {
+    to::cost_t time, memory;
+  };
+  to::job_region r;
+  r.memory = 12;
+  r.sends = 5;
+  // a staircase whose points each sit just above a point of u: (96+5, 12) and (46+5, 22)
+  // and (16+5, 41); the convex hull between them dips below u, the staircase does not
+  std::vector<pt> stair{{96, 12}, {46, 22}, {16, 41}};
+  CHECK(to::staircase_dominated(u, stair, r, {3, 3}, 100));
+  CHECK(!to::check_region(u, r, {3, 3}, 100).dominated);  // the region's corner alone is not
+  // one point of it not beaten: (94 + 5 = 99, 12) beats (100, 10)
+  stair[0].time = 94;
+  CHECK(!to::staircase_dominated(u, stair, r, {3, 3}, 100));
+  // the job's least memory lifts that point to memory 20, where (50, 20) beats it
+  r.memory = 20;
+  CHECK(to::staircase_dominated(u, stair, r, {3, 3}, 100));
+  // the region's least time lifts a point's time: (10 + 5, 41) is not beaten, at least 25 is
+  stair = {{10, 41}};
+  r.memory = 0;
+  CHECK(!to::staircase_dominated(u, stair, r, {3, 3}, 100));
+  r.time = 25;
+  CHECK(to::staircase_dominated(u, stair, r, {3, 3}, 100));
+  // points above the limit are never returned: only those within it must be beaten
+  stair = {{96, 12}, {1, 90}};
+  r.time = 0;
+  CHECK(to::staircase_dominated(u, stair, r, {3, 3}, 80));
+  CHECK(!to::staircase_dominated(u, stair, r, {3, 3}, 100));
+  // an exact tie is beaten only by a point of smaller or equal key
+  stair = {{15, 40}};
+  CHECK(to::staircase_dominated(u, stair, r, {3, 3}, 100));
+  CHECK(!to::staircase_dominated(u, stair, r, {1, 1}, 100));
+  // the region's lines bound a point's time at the memory the job's point has, which the
+  // other classes can raise: with M + (T - 5) >= 110 a point combined from (0, 12) may
+  // take 114 - M, (95, 19), which (100, 10) does not beat, though it beats (102, 12)
+  stair = {{0, 12}};
+  r.memory = 0;
+  r.lines.push_back({1.0, 110});
+  CHECK(r.least_time_at(12) == 102);
+  CHECK(r.least_time_at(19) == 95);
+  CHECK(!to::staircase_dominated(u, stair, r, {3, 3}, 100));
+  // with M + (T - 5) >= 120 every such point is beaten: (105, 19), (85, 39), (24, 100)
+  r.lines.back().s = 120;
+  CHECK(to::staircase_dominated(u, stair, r, {3, 3}, 100));
+}
+
+TEST_CASE("job regions: a job skipped on part of its stage classes has every point beaten (random)") {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> cost(0, 40);
+  // a random staircase: memory ascending, time strictly descending
+  auto staircase = [&](int n) {
+    std::vector<tm_point> v;
+    for (int i = 0; i < n; ++i) v.push_back({to::cost_t(cost(rng)), to::cost_t(cost(rng))});
+    std::sort(v.begin(), v.end(), [](const tm_point& a, const tm_point& b) {
+      return a.memory != b.memory ? a.memory < b.memory : a.time < b.time;
+    });
+    std::vector<tm_point> out;
+    for (auto& q : v)
+      if (out.empty() || q.time < out.back().time) out.push_back(q);
+    return out;
+  };
+  auto merge = [](const std::vector<tm_point>& a, const std::vector<tm_point>& b) {
+    std::vector<tm_point> c;
+    for (auto& m : to::max_max_merge(a, b)) c.push_back({m.time, m.memory});
+    return c;
+  };
+  int skipped = 0, kept = 0, by_lines = 0;
+  for (int trial = 0; trial < 4000; ++trial) {
+    CAPTURE(trial);
+    const int classes = 2 + trial % 3;
+    std::vector<std::vector<tm_point>> st;
+    for (int c = 0; c < classes; ++c) st.push_back(staircase(1 + int(rng() % 6)));
+    std::vector<tm_point> job = st[0];
+    for (int c = 1; c < classes; ++c) job = merge(job, st[std::size_t(c)]);
+    // a valid region of the job's points: a corner at or below them and a line under them
+    to::job_region r;
+    r.sends = to::cost_t(rng() % 5);
+    to::cost_t tmin = job.back().time, mmin = job.front().memory;
+    r.time = tmin + r.sends - std::min<to::cost_t>(tmin + r.sends, rng() % 3);
+    r.memory = mmin - std::min<to::cost_t>(mmin, rng() % 3);
+    if (rng() % 2) {
+      const double w = 0.25 * double(1 + rng() % 8);
+      double s = 1e18;
+      for (auto& q : job) s = std::min(s, double(q.memory) + w * double(q.time));
+      r.lines.push_back({w, to::cost_t(std::floor(s))});
+    }
+    // points found so far: a random staircase, some of it of smaller (p, k)
+    std::vector<to::known_point> u;
+    for (auto& q : staircase(1 + int(rng() % 8)))
+      u.push_back({q.time, q.memory, rng() % 2 ? std::pair{1, 1} : std::pair{3, 3}});
+    const std::pair<int, int> key{2, 2};
+    const to::cost_t limit = rng() % 4 ? 1000 : to::cost_t(cost(rng));
+    // the classes searched so far: a random proper prefix
+    const int searched = 1 + int(rng() % unsigned(classes - 1));
+    std::vector<tm_point> part = st[0];
+    for (int c = 1; c < searched; ++c) part = merge(part, st[std::size_t(c)]);
+    if (!to::staircase_dominated(u, part, r, key, limit)) {
+      ++kept;
+      continue;
+    }
+    ++skipped;
+    // what the old test at the corner's memory alone would have missed
+    by_lines += !r.lines.empty();
+    for (auto& q : job)
+      if (q.memory <= limit) CHECK(to::dominated_by(u, q.time + r.sends, q.memory, key));
+  }
+  MESSAGE("skipped " << skipped << ", kept " << kept << ", skipped with a line " << by_lines);
+  CHECK(skipped > 200);
+  CHECK(kept > 200);
+  CHECK(by_lines > 50);
 }
 }  // namespace plan_pipeline_spec_test_file

@@ -120,7 +120,7 @@ inline pipeline_frontier plan_pipeline_frontier(const op_graph& g, const cluster
   if (so.max_bytes == 0) so.max_bytes = detail::default_max_bytes() / std::min(hw, std::max<std::size_t>(jobs.size(), 1));
   std::mutex mu;
   std::atomic<std::size_t> next{0};
-  std::size_t done = 0, skipped = 0, over_limit = 0, by_minima = 0;
+  std::size_t done = 0, skipped = 0, over_limit = 0, by_minima = 0, after_searches = 0;
   bool exact = true;
   std::exception_ptr failure;
   auto work = [&] {
@@ -144,11 +144,18 @@ inline pipeline_frontier plan_pipeline_frontier(const op_graph& g, const cluster
           ++skipped;
           over_limit += r.over_limit ? 1 : 0;
           by_minima += r.by_minima ? 1 : 0;
+          after_searches += r.after_searches ? 1 : 0;
+          pf.stage_searches += r.searches;
+          pf.fast_searches += r.fast;
+          pf.stream_searches += r.stream;
           ++done;
           if (o.progress)
             o.progress("[" + std::to_string(done) + "/" + std::to_string(jobs.size()) + "] pp " + std::to_string(jb.p) +
                        ", micro-batches " + std::to_string(jb.k) + ": skipped by bounds (" +
                        (r.over_limit ? "nothing fits" : "beaten") + (r.by_minima ? " on minima" : "") +
+                       (r.after_searches ? " after " + std::to_string(r.searches) + " stage searches in " +
+                                               detail::fmt("%.2f", r.solve_seconds) + " s"
+                                         : std::string()) +
                        ", built in " + detail::fmt("%.2f", r.build_seconds) + " s, bounds " +
                        detail::fmt("%.2f", r.bound_seconds) + " s, " + detail::fmt("%.2f", detail::seconds_since(tj)) +
                        " s in all)");
@@ -194,10 +201,12 @@ inline pipeline_frontier plan_pipeline_frontier(const op_graph& g, const cluster
   pf.skipped = skipped;
   pf.skipped_over_limit = over_limit;
   pf.skipped_by_minima = by_minima;
+  pf.skipped_after_searches = after_searches;
   pf.notes.push_back(std::to_string(skipped) + " of " + std::to_string(jobs.size()) + " jobs skipped by bounds (" +
                      std::to_string(over_limit) + " with least memory above the limit, " +
                      std::to_string(skipped - over_limit) + " with every possible point beaten; " +
-                     std::to_string(by_minima) + " on node and edge minima alone, no scalar search)");
+                     std::to_string(by_minima) + " on node and edge minima alone, no scalar search; " +
+                     std::to_string(after_searches) + " on the frontier of some of their stage classes, the rest not searched)");
   if (pf.fast_searches > 0)
     pf.notes.push_back(std::to_string(pf.fast_searches) + " of " + std::to_string(pf.stage_searches) +
                        " stage searches in fast mode (one layout at every boundary between identical layers" +

@@ -96,6 +96,7 @@ struct pipeline_frontier {
   std::size_t skipped = 0;             ///< jobs skipped by bounds (plan/pipeline_bounds.hpp)
   std::size_t skipped_over_limit = 0;  ///< of them, jobs whose least memory is above the limit
   std::size_t skipped_by_minima = 0;   ///< of them, jobs skipped on node (and edge) minima alone, no scalar search
+  std::size_t skipped_after_searches = 0;  ///< of them, jobs skipped on the frontier of some of their stage classes
   double seconds = 0;
   double peak_seconds = 0;  ///< of `seconds`, the runtime peak replay (runtime_peak)
   std::vector<baseline_result> baselines;
@@ -177,6 +178,7 @@ struct job_result {
   bool skipped = false;  ///< bounds showed the job adds nothing
   bool over_limit = false;  ///< skipped because its least memory is above the limit
   bool by_minima = false;   ///< skipped on node (and edge) minima alone, no scalar search
+  bool after_searches = false;  ///< skipped on the frontier of the stage classes searched so far
   double bound_seconds = 0;  ///< the job bounds (minima and scalar searches)
   double build_seconds = 0, solve_seconds = 0;
   /// Counts a stage search; `built`: its build time is not counted yet.
@@ -212,15 +214,15 @@ inline job_result balanced_job(const op_graph& g, const op_graph& micro, const c
     res->push_back(build_stage(micro, bp.starts[s], s + 1 < P ? bp.starts[s + 1] : n, cl, o, k, p, index_t(s)));
     jr.build_seconds += res->back().build_seconds;
   }
+  const std::pair<int, int> key{int(p), int(k)};
+  job_region reg;  // what the bounds learn of the job's points, for the staircase test below
+  reg.sends = sends;
+  reg.time = floor;
   if (o.skip_by_bounds) {
     // the bounds of pipeline_bounds.hpp: nothing fits, or every point the job can give is beaten
     const auto tb = std::chrono::steady_clock::now();
-    const std::pair<int, int> key{int(p), int(k)};
     // node minima first, then node and edge minima (no search); the corner and lines of
     // the last stay in the searched region
-    job_region reg;
-    reg.sends = sends;
-    reg.time = floor;
     // Adds up to `most` lines (line_of(w): s of every stage class at slope w) to `rg`,
     // each at the slope of u where rg is not yet dominated; true when rg is dominated.
     auto dominated = [&](const std::vector<known_point>& u, job_region& rg, std::size_t most, auto line_of) {
@@ -285,25 +287,43 @@ inline job_result balanced_job(const op_graph& g, const op_graph& micro, const c
     if (jr.over_limit) jr.skipped = true;
     if (jr.skipped) return jr;
   }
-  for (auto& r : *res) {
-    solve_stage(r, o, so);
-    jr.count(r, false);
-  }
+  // The stage classes are searched one at a time, and the frontier of those searched so
+  // far is merged as it grows: every point of the job is a point of it combined with the
+  // other classes' (max of times and of memories), so it lies at or above one of its
+  // points, within the region. When every one of them is beaten, the classes not yet
+  // searched cannot change that, and the job is skipped (staircase_dominated).
   struct acc_point {
     cost_t time, memory;
     std::vector<std::int32_t> idx;
   };
   std::vector<acc_point> acc;
-  for (std::size_t i = 0; i < (*res)[0].fr.points.size(); ++i)
-    acc.push_back({(*res)[0].fr.points[i].time, (*res)[0].fr.points[i].memory, {std::int32_t(i)}});
-  for (std::size_t r = 1; r < res->size(); ++r) {
+  // Classes run in stage order; on megatron-145.6b, the last class first or the first and
+  // then the last made 128-130 stage searches against 128, the same frontier.
+  for (std::size_t r = 0; r < res->size(); ++r) {
+    solve_stage((*res)[r], o, so);
+    jr.count((*res)[r], false);
+    const auto& pts = (*res)[r].fr.points;
     std::vector<acc_point> next;
-    for (const auto& m : max_max_merge(acc, (*res)[r].fr.points)) {
-      acc_point q{m.time, m.memory, acc[std::size_t(m.a)].idx};
-      q.idx.push_back(m.b);
-      next.push_back(std::move(q));
+    if (r == 0) {
+      for (std::size_t i = 0; i < pts.size(); ++i) next.push_back({pts[i].time, pts[i].memory, {std::int32_t(i)}});
+    } else {
+      for (const auto& m : max_max_merge(acc, pts)) {
+        acc_point q{m.time, m.memory, acc[std::size_t(m.a)].idx};
+        q.idx.push_back(m.b);
+        next.push_back(std::move(q));
+      }
     }
     acc.swap(next);
+    if (o.skip_by_bounds && known && r + 1 < res->size()) {
+      const auto tb = std::chrono::steady_clock::now();
+      const std::vector<known_point> u = known();
+      const bool beaten = !u.empty() && staircase_dominated(u, acc, reg, key, so.memory_limit);
+      jr.bound_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - tb).count();
+      if (beaten) {
+        jr.skipped = jr.after_searches = true;
+        return jr;
+      }
+    }
   }
   for (auto& q : acc) {
     auto make = [&g, res, rep_of, idx = q.idx, p, k, starts = bp.starts, mesh = cl.mesh] {
