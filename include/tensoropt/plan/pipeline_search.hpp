@@ -231,10 +231,14 @@ inline job_result balanced_job(const op_graph& g, const op_graph& micro, const c
         if (c.dominated) return true;
         const double w = line_weight(u, c.at);
         if (line == most || w <= 0) return false;
-        cost_t s = 0;
-        for (auto& r : *res) s = std::max(s, line_of(*r.sp, w));
+        // the line's s is the largest over the classes: the region is tested after each
+        // (a part of the classes gives a smaller s, a valid line too)
         const cost_t before = rg.least_time_at(c.at);
-        rg.lines.push_back({w, s});
+        rg.lines.push_back({w, 0});
+        for (std::size_t i = 0; i < res->size(); ++i) {
+          rg.lines.back().s = std::max(rg.lines.back().s, line_of(*(*res)[i].sp, w));
+          if (i + 1 < res->size() && check_region(u, rg, key, so.memory_limit).dominated) return true;
+        }
         if (rg.least_time_at(c.at) == before) return false;  // no progress where it is not dominated
       }
     };
@@ -265,23 +269,37 @@ inline job_result balanced_job(const op_graph& g, const op_graph& micro, const c
         reg.lines = nreg.lines;
       }
     }
-    for (auto& r : *res) {
-      if (jr.skipped) break;
-      reg.memory = std::max(reg.memory, least_stage_memory(*r.sp, o.mode, so.memory_limit, so.max_bytes));
-      if (reg.memory == nothing_fits) break;
-    }
-    if (!jr.skipped) jr.over_limit = reg.memory == nothing_fits || reg.memory > so.memory_limit;
-    if (!jr.skipped && !jr.over_limit && known) {
-      const std::vector<known_point> u = known();
-      // without a point of no more memory than the job's least, nothing can beat it
-      if (!u.empty() && u.front().memory <= reg.memory) {
-        cost_t lt = 0;
-        for (auto& r : *res) lt = std::max(lt, least_stage_time(*r.sp, o.mode, so.max_bytes));
-        reg.time = std::max(reg.time, lt + sends);
+    // The scalar searches go class by class, and after each the region is tested again
+    // (a pass over u): a job beaten before every class is searched stops there. A step
+    // moves on (to the least times, to the next line) only once every class has been
+    // searched for the bound before it, so the lines are taken at the same slopes and
+    // the job is skipped exactly where it is with every class searched; what is saved
+    // is only searches that cannot change that. Least memories go first stage first
+    // (it holds the most micro-batches in flight), least times last stage first (the
+    // head and the loss).
+    const std::size_t C = res->size();
+    std::size_t mem_done = 0;
+    const std::vector<known_point> u = !jr.skipped && known ? known() : std::vector<known_point>{};
+    auto beaten = [&] { return check_region(u, reg, key, so.memory_limit).dominated; };
+    auto next_memory = [&] {
+      reg.memory =
+          std::max(reg.memory, least_stage_memory(*(*res)[mem_done++].sp, o.mode, so.memory_limit, so.max_bytes));
+      jr.over_limit = reg.memory == nothing_fits || reg.memory > so.memory_limit;
+      return !jr.over_limit;
+    };
+    // without a point of no more memory than the job's least, nothing can beat it
+    auto gate = [&] { return !u.empty() && u.front().memory <= reg.memory; };
+    while (!jr.skipped && mem_done < C && next_memory() && !gate()) {}
+    if (!jr.skipped && !jr.over_limit && gate()) {
+      for (std::size_t i = C; i-- > 0 && !jr.skipped;) {
+        reg.time = std::max(reg.time, least_stage_time(*(*res)[i].sp, o.mode, so.max_bytes) + sends);
+        jr.skipped = beaten();
+      }
+      while (!jr.skipped && mem_done < C && next_memory()) jr.skipped = beaten();
+      if (!jr.skipped && !jr.over_limit)
         jr.skipped = dominated(u, reg, o.max_lines, [&](const stage_problem& sp, double w) {
           return stage_line(sp, o.mode, w, so.max_bytes);
         });
-      }
     }
     jr.bound_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - tb).count();
     if (jr.over_limit) jr.skipped = true;
