@@ -78,6 +78,7 @@
 // only the work done differs (pipeline_options::skip_by_bounds turns it off).
 #pragma once
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <limits>
@@ -148,43 +149,93 @@ inline mode_choice stage_mode(const stage_problem& sp, search_mode mode) {
                        : choose_mode(sp.built.prob, sp.built.graph, mode);
 }
 
+/// What every search of one stage problem shares: the mode (stage_mode) and, in fast
+/// mode, the block's split (search/detail/repeated_split.hpp), found once; the problem
+/// is validated once too. The scalar searches below reweigh the same problem entry by
+/// entry, so its structure, its identical layers and their layout classes stay valid.
+struct stage_setup {
+  mode_choice mc;
+  repeated_split split;  ///< fast mode only
+};
+inline stage_setup stage_setup_of(const stage_problem& sp, search_mode mode) {
+  validate(sp.built.prob);
+  stage_setup s{stage_mode(sp, mode), {}};
+  if (s.mc.mode == search_mode::fast) {
+    s.split = split_repeated(sp.built.prob, s.mc.block);
+    require<runtime_error>(s.split.why_not.empty(), "pipeline search: internal error, a fast-mode stage does not split: " +
+                                                        s.split.why_not);
+  }
+  return s;
+}
+
 /// Memory no stage search can go under: the limit was passed and nothing fits.
 inline constexpr cost_t nothing_fits = std::numeric_limits<cost_t>::max();
 
-/// One scalar search of stage problem `sp` in `mode`: every config and edge costs
+/// One scalar search of stage problem `sp` set up as `st`: every config and edge costs
 /// `weigh(time, memory)` in memory and nothing in time, so every frontier is one point.
+/// The reweighed problem is written without the config labels, and its entries are
+/// checked as they are written (>= 0, the bound of validate), so the search skips
+/// validate's passes. Before, each scalar search copied the labels, validated and split
+/// the whole stage again: on megatron-145.6b's pipeline frontier (perf) the copies, the
+/// split's comparisons and validate took about 8 % of the run's CPU time.
 template <class Weigh>
-frontier_result scalar_stage_search(const stage_problem& sp, search_mode mode, cost_t memory_limit,
+frontier_result scalar_stage_search(const stage_problem& sp, const stage_setup& st, cost_t memory_limit,
                                     std::size_t max_bytes, Weigh weigh, bool keep_offset = true) {
-  const mode_choice mc = stage_mode(sp, mode);
-  problem q = sp.built.prob;
-  for (auto& n : q.nodes)
-    for (auto& c : n.configs) {
-      c.memory = weigh(c.time, c.memory);
-      c.time = 0;
+  const problem& p = sp.built.prob;
+  problem q;
+  q.memory_offset = keep_offset ? p.memory_offset : 0;
+  cost_t bound = q.memory_offset;
+  bool negative = false;
+  auto add = [&bound](cost_t v) { bound = v > max_problem_cost - bound ? max_problem_cost + 1 : bound + v; };
+  q.nodes.resize(p.nodes.size());
+  for (std::size_t i = 0; i < p.nodes.size(); ++i) {
+    q.nodes[i].name = p.nodes[i].name;
+    auto& cs = q.nodes[i].configs;
+    cs.resize(p.nodes[i].configs.size());
+    cost_t most = 0;
+    for (std::size_t c = 0; c < cs.size(); ++c) {
+      const cost_t v = weigh(p.nodes[i].configs[c].time, p.nodes[i].configs[c].memory);
+      negative = negative || v < 0;
+      most = std::max(most, v);
+      cs[c].memory = v;
     }
-  for (auto& e : q.edges)
+    add(most);
+  }
+  q.edges.resize(p.edges.size());
+  for (std::size_t i = 0; i < p.edges.size(); ++i) {
+    const auto& e = p.edges[i];
+    auto& f = q.edges[i];
+    f.from = e.from;
+    f.to = e.to;
+    f.time.assign(e.time.size(), 0);
+    f.memory.resize(e.memory.size());
+    cost_t most = 0;
     for (std::size_t x = 0; x < e.time.size(); ++x) {
-      e.memory[x] = weigh(e.time[x], e.memory[x]);
-      e.time[x] = 0;
+      const cost_t v = weigh(e.time[x], e.memory[x]);
+      negative = negative || v < 0;
+      most = std::max(most, v);
+      f.memory[x] = v;
     }
-  if (!keep_offset) q.memory_offset = 0;
+    add(most);
+  }
+  if (negative || bound > max_problem_cost) validate(q);  // throws, naming the entry
   solve_options so;
   so.max_bytes = max_bytes;
   so.memory_limit = memory_limit;
-  return mc.mode == search_mode::fast ? solve_repeated(q, mc.block, so) : solve(q, so);
+  return st.mc.mode == search_mode::fast ? solve_repeated_split(q, st.mc.block, st.split, so, {})
+                                         : solve_valid(q, so, [](const search_progress&) {});
 }
 
-/// The exact least memory of stage problem `sp` searched in `mode` (see the file
+/// The exact least memory of stage problem `sp` searched as set up by `st` (see the file
 /// comment), or nothing_fits when no strategy the stage search keeps is within
 /// `memory_limit`. The three weighted searches of the fits-nowhere test run only when
 /// the least-memory strategy itself is not kept (its time at or above the cap).
-inline cost_t least_stage_memory(const stage_problem& sp, search_mode mode, cost_t memory_limit,
+inline cost_t least_stage_memory(const stage_problem& sp, const stage_setup& st, cost_t memory_limit,
                                  std::size_t max_bytes) {
   // a term at the time cap marks a strategy the stage search drops (build_problem.hpp):
   // the least-memory search must not pick it, so it costs the cap in memory there
   const cost_t cap = sp.built.time_cap;
-  const frontier_result fm = scalar_stage_search(sp, mode, memory_limit, max_bytes, [cap](cost_t t, cost_t m) {
+  const frontier_result fm = scalar_stage_search(sp, st, memory_limit, max_bytes, [cap](cost_t t, cost_t m) {
     return t >= cap ? std::max(m, cap) : m;
   });
   if (fm.points.empty() || fm.points.front().memory >= cap) return nothing_fits;
@@ -196,34 +247,44 @@ inline cost_t least_stage_memory(const stage_problem& sp, search_mode mode, cost
   for (const double rel : {0.5, 1.0, 2.0}) {
     const double w = rel * double(memory_limit) / double(cap);
     const frontier_result fw =
-        scalar_stage_search(sp, mode, memory_limit + cost_t(w * double(cap)) + 1, max_bytes,
+        scalar_stage_search(sp, st, memory_limit + cost_t(w * double(cap)) + 1, max_bytes,
                             [w, cap](cost_t t, cost_t m) { return m + cost_t(w * double(std::min(t, cap))); });
     if (fw.points.empty()) return nothing_fits;
   }
   return least;
 }
+inline cost_t least_stage_memory(const stage_problem& sp, search_mode mode, cost_t memory_limit,
+                                 std::size_t max_bytes) {
+  return least_stage_memory(sp, stage_setup_of(sp, mode), memory_limit, max_bytes);
+}
 
-/// The exact least time of stage problem `sp` searched in `mode` (memory ignored).
-inline cost_t least_stage_time(const stage_problem& sp, search_mode mode, std::size_t max_bytes) {
+/// The exact least time of stage problem `sp` searched as set up by `st` (memory ignored).
+inline cost_t least_stage_time(const stage_problem& sp, const stage_setup& st, std::size_t max_bytes) {
   const frontier_result ft = scalar_stage_search(
-      sp, mode, std::numeric_limits<cost_t>::max(), max_bytes, [](cost_t t, cost_t) { return t; }, false);
+      sp, st, std::numeric_limits<cost_t>::max(), max_bytes, [](cost_t t, cost_t) { return t; }, false);
   return ft.points.empty() ? 0 : ft.points.front().memory;
+}
+inline cost_t least_stage_time(const stage_problem& sp, search_mode mode, std::size_t max_bytes) {
+  return least_stage_time(sp, stage_setup_of(sp, mode), max_bytes);
 }
 
 /// s such that every strategy of `sp` (in `mode`) with time t < cap has memory m with
 /// m + w t >= s: the least of m + floor(w min(t, cap)), less one per term for the
 /// rounding of w t (see the file comment, "regions").
-inline cost_t stage_line(const stage_problem& sp, search_mode mode, double w, std::size_t max_bytes) {
+inline cost_t stage_line(const stage_problem& sp, const stage_setup& st, double w, std::size_t max_bytes) {
   const cost_t cap = sp.built.time_cap;
   std::size_t terms = 0;
   for (auto& n : sp.built.prob.nodes) terms += n.configs.empty() ? 0 : 1;
   terms += sp.built.prob.edges.size();
   const frontier_result f =
-      scalar_stage_search(sp, mode, std::numeric_limits<cost_t>::max(), max_bytes,
+      scalar_stage_search(sp, st, std::numeric_limits<cost_t>::max(), max_bytes,
                           [w, cap](cost_t t, cost_t m) { return m + cost_t(w * double(std::min(t, cap))); });
   if (f.points.empty()) return 0;
   const cost_t s = f.points.front().memory;
   return s > cost_t(terms) ? s - cost_t(terms) : 0;
+}
+inline cost_t stage_line(const stage_problem& sp, search_mode mode, double w, std::size_t max_bytes) {
+  return stage_line(sp, stage_setup_of(sp, mode), w, max_bytes);
 }
 
 /// Lines from node minima, and again from node and edge minima, a job's region takes at
@@ -235,50 +296,63 @@ inline constexpr std::size_t node_lines = 8;
 /// sum over the edges e leaving u of the least f(e[c, d]) over the admitted configs d of
 /// e's other end (an entry of time at or above the cap is not admitted): a lower bound of
 /// f summed over any strategy the stage search keeps (see the file comment, "node and
-/// edge minima"). `inf` when some node admits nothing; sums saturate at `inf`.
-template <class V, class F>
-V stage_minima(const stage_problem& sp, cost_t memory_limit, bool edges, F f, V inf) {
+/// edge minima"). `inf` when some node admits nothing; sums saturate at `inf`. f gives N
+/// values (std::array<V, N>), each minimized on its own in the same pass over the entries.
+template <std::size_t N, class V, class F>
+std::array<V, N> stage_minima(const stage_problem& sp, cost_t memory_limit, bool edges, F f, V inf) {
+  using vec = std::array<V, N>;
+  vec none;
+  none.fill(inf);
   const problem& q = sp.built.prob;
   const cost_t cap = sp.built.time_cap;
-  if (q.memory_offset > memory_limit) return inf;
+  if (q.memory_offset > memory_limit) return none;
   const cost_t room = memory_limit - q.memory_offset;
   auto admitted = [&](const problem_config& c) { return c.time < cap && c.memory <= room; };
   auto add = [inf](V a, V b) { return a >= inf - b ? inf : a + b; };
-  std::vector<std::vector<V>> extra(q.nodes.size());
-  for (std::size_t u = 0; u < q.nodes.size(); ++u) extra[u].assign(q.nodes[u].configs.size(), V(0));
+  std::vector<std::vector<vec>> extra(q.nodes.size());
+  for (std::size_t u = 0; u < q.nodes.size(); ++u) extra[u].assign(q.nodes[u].configs.size(), vec{});
+  std::vector<char> ok;
   for (std::size_t i = 0; edges && i < q.edges.size(); ++i) {
     const auto& e = q.edges[i];
     const auto& cu = q.nodes[std::size_t(e.from)].configs;
     const auto& cw = q.nodes[std::size_t(e.to)].configs;
+    ok.resize(cw.size());
+    for (std::size_t b = 0; b < cw.size(); ++b) ok[b] = admitted(cw[b]);
     auto& x = extra[std::size_t(e.from)];
     for (std::size_t a = 0; a < cu.size(); ++a) {
-      if (!admitted(cu[a]) || x[a] == inf) continue;
-      V best = inf;
+      if (!admitted(cu[a]) || x[a][0] == inf) continue;
+      vec best = none;
       for (std::size_t b = 0; b < cw.size(); ++b) {
         const std::size_t at = a * cw.size() + b;
-        if (admitted(cw[b]) && e.time[at] < cap) best = std::min(best, f(e.time[at], e.memory[at]));
+        if (!ok[b] || e.time[at] >= cap) continue;
+        const vec v = f(e.time[at], e.memory[at]);
+        for (std::size_t j = 0; j < N; ++j) best[j] = std::min(best[j], v[j]);
       }
-      x[a] = add(x[a], best);
+      for (std::size_t j = 0; j < N; ++j) x[a][j] = add(x[a][j], best[j]);
     }
   }
-  V total = V(q.memory_offset);
+  vec total;
+  total.fill(V(q.memory_offset));
   for (std::size_t u = 0; u < q.nodes.size(); ++u) {
-    V b = inf;
+    vec b = none;
     const auto& cs = q.nodes[u].configs;
     for (std::size_t a = 0; a < cs.size(); ++a)
-      if (admitted(cs[a])) b = std::min(b, add(f(cs[a].time, cs[a].memory), extra[u][a]));
-    if (b == inf) return inf;
-    total = add(total, b);
+      if (admitted(cs[a])) {
+        const vec v = f(cs[a].time, cs[a].memory);
+        for (std::size_t j = 0; j < N; ++j) b[j] = std::min(b[j], add(v[j], extra[u][a][j]));
+      }
+    if (b[0] == inf) return none;
+    for (std::size_t j = 0; j < N; ++j) total[j] = add(total[j], b[j]);
   }
   return total;
 }
 
 /// The least time and least memory of stage problem `sp` from node minima (`edges`: node
-/// and edge minima; see stage_minima). memory is nothing_fits when some node admits no
-/// config or the least memory exceeds the limit.
+/// and edge minima; see stage_minima), both in one pass. memory is nothing_fits when some
+/// node admits no config or the least memory exceeds the limit.
 inline strategy_cost stage_minima_corner(const stage_problem& sp, cost_t memory_limit, bool edges) {
-  const cost_t t = stage_minima(sp, memory_limit, edges, [](cost_t x, cost_t) { return x; }, max_problem_cost);
-  const cost_t m = stage_minima(sp, memory_limit, edges, [](cost_t, cost_t y) { return y; }, max_problem_cost);
+  const auto [t, m] = stage_minima<2>(
+      sp, memory_limit, edges, [](cost_t x, cost_t y) { return std::array<cost_t, 2>{x, y}; }, max_problem_cost);
   if (t >= max_problem_cost || m >= max_problem_cost || m > memory_limit) return {0, nothing_fits};
   return {t, m};
 }
@@ -289,7 +363,9 @@ inline strategy_cost stage_minima_corner(const stage_problem& sp, cost_t memory_
 /// admits nothing.
 inline cost_t stage_minima_line(const stage_problem& sp, double w, cost_t memory_limit, bool edges) {
   const double inf = std::numeric_limits<double>::infinity();
-  double s = stage_minima(sp, memory_limit, edges, [w](cost_t t, cost_t m) { return double(m) + w * double(t); }, inf);
+  double s = stage_minima<1>(
+      sp, memory_limit, edges, [w](cost_t t, cost_t m) { return std::array<double, 1>{double(m) + w * double(t)}; },
+      inf)[0];
   if (s == inf) return 0;
   const auto& q = sp.built.prob;
   s = s * (1 - 1e-9) - double(q.nodes.size() + q.edges.size()) - 1;
@@ -300,8 +376,9 @@ inline cost_t stage_minima_line(const stage_problem& sp, double w, cost_t memory
 /// and least_stage_time).
 inline strategy_cost least_stage_cost(const stage_problem& sp, search_mode mode, cost_t memory_limit,
                                       std::size_t max_bytes) {
-  strategy_cost r{0, least_stage_memory(sp, mode, memory_limit, max_bytes)};
-  if (r.memory != nothing_fits) r.time = least_stage_time(sp, mode, max_bytes);
+  const stage_setup st = stage_setup_of(sp, mode);
+  strategy_cost r{0, least_stage_memory(sp, st, memory_limit, max_bytes)};
+  if (r.memory != nothing_fits) r.time = least_stage_time(sp, st, max_bytes);
   return r;
 }
 

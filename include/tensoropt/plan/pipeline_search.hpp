@@ -45,6 +45,7 @@
 #include <tuple>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -125,15 +126,20 @@ inline stage_result build_stage(const op_graph& micro, std::size_t a, std::size_
   r.build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
-inline void solve_stage(stage_result& r, const pipeline_options& o, const solve_options& so) {
+/// The stage search of `r`, set up as `st` (stage_setup_of: validated, mode and split).
+inline void solve_stage(stage_result& r, const stage_setup& st, const solve_options& so) {
   const auto t0 = std::chrono::steady_clock::now();
   const auto& prob = r.sp->built.prob;
-  const mode_choice mc = stage_mode(*r.sp, o.mode);
+  const mode_choice& mc = st.mc;
   r.fast = mc.mode == search_mode::fast;
   r.stream = r.fast && !mc.block.kin.empty();
-  r.fr = r.fast ? solve_repeated(prob, mc.block, so) : solve(prob, so);
+  r.fr = r.fast ? solve_repeated_split(prob, mc.block, st.split, so, {})
+                : solve_valid(prob, so, [](const search_progress&) {});
   std::erase_if(r.fr.points, [&](const frontier_point& q) { return q.time >= r.sp->built.time_cap; });
   r.solve_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+inline void solve_stage(stage_result& r, const pipeline_options& o, const solve_options& so) {
+  solve_stage(r, stage_setup_of(*r.sp, o.mode), so);
 }
 inline stage_result search_stage(const op_graph& micro, std::size_t a, std::size_t b, const cluster& cl,
                                  const pipeline_options& o, index_t k, index_t p, index_t i, const solve_options& so) {
@@ -215,6 +221,13 @@ inline job_result balanced_job(const op_graph& g, const op_graph& micro, const c
     jr.build_seconds += res->back().build_seconds;
   }
   const std::pair<int, int> key{int(p), int(k)};
+  // each class is set up once (validated, its mode and split), when its first search comes
+  const std::size_t C = res->size();
+  std::vector<std::optional<stage_setup>> setups(C);
+  auto setup = [&](std::size_t c) -> const stage_setup& {
+    if (!setups[c]) setups[c] = stage_setup_of(*(*res)[c].sp, o.mode);
+    return *setups[c];
+  };
   job_region reg;  // what the bounds learn of the job's points, for the staircase test below
   reg.sends = sends;
   reg.time = floor;
@@ -223,7 +236,7 @@ inline job_result balanced_job(const op_graph& g, const op_graph& micro, const c
     const auto tb = std::chrono::steady_clock::now();
     // node minima first, then node and edge minima (no search); the corner and lines of
     // the last stay in the searched region
-    // Adds up to `most` lines (line_of(w): s of every stage class at slope w) to `rg`,
+    // Adds up to `most` lines (line_of(c, w): s of stage class c at slope w) to `rg`,
     // each at the slope of u where rg is not yet dominated; true when rg is dominated.
     auto dominated = [&](const std::vector<known_point>& u, job_region& rg, std::size_t most, auto line_of) {
       for (std::size_t line = 0;; ++line) {
@@ -236,7 +249,7 @@ inline job_result balanced_job(const op_graph& g, const op_graph& micro, const c
         const cost_t before = rg.least_time_at(c.at);
         rg.lines.push_back({w, 0});
         for (std::size_t i = 0; i < res->size(); ++i) {
-          rg.lines.back().s = std::max(rg.lines.back().s, line_of(*(*res)[i].sp, w));
+          rg.lines.back().s = std::max(rg.lines.back().s, line_of(i, w));
           if (i + 1 < res->size() && check_region(u, rg, key, so.memory_limit).dominated) return true;
         }
         if (rg.least_time_at(c.at) == before) return false;  // no progress where it is not dominated
@@ -258,8 +271,8 @@ inline job_result balanced_job(const op_graph& g, const op_graph& micro, const c
       job_region nreg = reg;
       nreg.memory = nm;
       nreg.time = std::max(reg.time, nt + sends);
-      if (!u0.empty() && dominated(u0, nreg, node_lines, [&](const stage_problem& sp, double w) {
-            return stage_minima_line(sp, w, so.memory_limit, edges);
+      if (!u0.empty() && dominated(u0, nreg, node_lines, [&](std::size_t c, double w) {
+            return stage_minima_line(*(*res)[c].sp, w, so.memory_limit, edges);
           })) {
         jr.skipped = jr.by_minima = true;
         break;
@@ -277,13 +290,13 @@ inline job_result balanced_job(const op_graph& g, const op_graph& micro, const c
     // is only searches that cannot change that. Least memories go first stage first
     // (it holds the most micro-batches in flight), least times last stage first (the
     // head and the loss).
-    const std::size_t C = res->size();
     std::size_t mem_done = 0;
     const std::vector<known_point> u = !jr.skipped && known ? known() : std::vector<known_point>{};
     auto beaten = [&] { return check_region(u, reg, key, so.memory_limit).dominated; };
     auto next_memory = [&] {
       reg.memory =
-          std::max(reg.memory, least_stage_memory(*(*res)[mem_done++].sp, o.mode, so.memory_limit, so.max_bytes));
+          std::max(reg.memory, least_stage_memory(*(*res)[mem_done].sp, setup(mem_done), so.memory_limit, so.max_bytes));
+      ++mem_done;
       jr.over_limit = reg.memory == nothing_fits || reg.memory > so.memory_limit;
       return !jr.over_limit;
     };
@@ -292,13 +305,13 @@ inline job_result balanced_job(const op_graph& g, const op_graph& micro, const c
     while (!jr.skipped && mem_done < C && next_memory() && !gate()) {}
     if (!jr.skipped && !jr.over_limit && gate()) {
       for (std::size_t i = C; i-- > 0 && !jr.skipped;) {
-        reg.time = std::max(reg.time, least_stage_time(*(*res)[i].sp, o.mode, so.max_bytes) + sends);
+        reg.time = std::max(reg.time, least_stage_time(*(*res)[i].sp, setup(i), so.max_bytes) + sends);
         jr.skipped = beaten();
       }
       while (!jr.skipped && mem_done < C && next_memory()) jr.skipped = beaten();
       if (!jr.skipped && !jr.over_limit)
-        jr.skipped = dominated(u, reg, o.max_lines, [&](const stage_problem& sp, double w) {
-          return stage_line(sp, o.mode, w, so.max_bytes);
+        jr.skipped = dominated(u, reg, o.max_lines, [&](std::size_t c, double w) {
+          return stage_line(*(*res)[c].sp, setup(c), w, so.max_bytes);
         });
     }
     jr.bound_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - tb).count();
@@ -318,7 +331,7 @@ inline job_result balanced_job(const op_graph& g, const op_graph& micro, const c
   // Classes run in stage order; on megatron-145.6b, the last class first or the first and
   // then the last made 128-130 stage searches against 128, the same frontier.
   for (std::size_t r = 0; r < res->size(); ++r) {
-    solve_stage((*res)[r], o, so);
+    solve_stage((*res)[r], setup(r), so);
     jr.count((*res)[r], false);
     const auto& pts = (*res)[r].fr.points;
     std::vector<acc_point> next;

@@ -109,6 +109,11 @@ struct repeated_bounds {
   std::function<std::string(const std::vector<frontier::point>&)> skip_if;
 };
 
+namespace detail {
+frontier_result solve_repeated_split(const problem& p, const repeated_block& rb, const repeated_split& s,
+                                     const solve_options& o, const repeated_bounds& bounds);
+}  // namespace detail
+
 /// The frontier of `p` under the restriction of the header (one layout b at every boundary
 /// between the identical layers of `rb`), by binary powering. Every point re-costs
 /// exactly with cost_of. `restricted` is set in the result and `note` states the
@@ -119,6 +124,15 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
   detail::require(o.epsilon >= 0, "solve: epsilon must be >= 0 (0 means exact)");
   const auto s = detail::split_repeated(p, rb);
   detail::require(s.why_not.empty(), "solve_repeated: the block cannot be composed by powering: " + s.why_not);
+  return detail::solve_repeated_split(p, rb, s, o, bounds);
+}
+
+namespace detail {
+/// solve_repeated on a problem that validates, with `s` = split_repeated(p, rb) (which
+/// powers): for callers that derive many problems from one checked problem, entry by
+/// entry and with the same split (plan/pipeline_bounds.hpp's scalar searches).
+inline frontier_result solve_repeated_split(const problem& p, const repeated_block& rb, const repeated_split& s,
+                                            const solve_options& o, const repeated_bounds& bounds) {
   const std::size_t L = rb.instances.size(), M = L - 2, nb = s.reps.size();
   const std::size_t depth = detail::power_depth(M);
   const double lam = std::log1p(o.epsilon);
@@ -441,5 +455,6 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
   }
   return r;
 }
+}  // namespace detail
 
 }  // namespace tensoropt

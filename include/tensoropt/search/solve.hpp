@@ -82,6 +82,11 @@
 
 namespace tensoropt {
 
+namespace detail {
+template <class Progress>
+constexpr frontier_result solve_valid(const problem& p, const solve_options& o, Progress&& progress);
+}  // namespace detail
+
 /// The Pareto frontier of `p` over (time, memory), each point with a strategy attaining
 /// it; `progress(const search_progress&)` is called after each node is eliminated.
 /// Throws invalid_argument when `p` is malformed (see `validate`).
@@ -92,6 +97,15 @@ constexpr frontier_result solve(const problem& p, const solve_options& o, Progre
   } else {
     validate(p);
   }
+  return detail::solve_valid(p, o, std::forward<Progress>(progress));
+}
+
+namespace detail {
+/// solve on a problem that validates, without validate's passes over every entry: for
+/// callers that derive many problems from one checked problem, entry by entry with the
+/// bounds checked (plan/pipeline_bounds.hpp's scalar searches).
+template <class Progress>
+constexpr frontier_result solve_valid(const problem& p, const solve_options& o, Progress&& progress) {
   detail::require(o.epsilon >= 0, "solve: epsilon must be >= 0 (0 means exact)");
   detail::require(o.width_limit >= 1, "solve: width_limit must be at least 1");
   // One config per node: one strategy, costed in linear time.
@@ -118,6 +132,7 @@ constexpr frontier_result solve(const problem& p, const solve_options& o, Progre
                         "micro-batch counts, or a machine with more memory");
   }
 }
+}  // namespace detail
 
 /// The frontier of `p` conditioned on the configs of the nodes `keep` (distinct, in range):
 /// every other node is eliminated, and cell (d_1, ..., d_m) holds the frontier of the
