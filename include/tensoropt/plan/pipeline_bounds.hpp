@@ -152,7 +152,10 @@ inline mode_choice stage_mode(const stage_problem& sp, search_mode mode) {
 /// What every search of one stage problem shares: the mode (stage_mode) and, in fast
 /// mode, the block's split (search/detail/repeated_split.hpp), found once; the problem
 /// is validated once too. The scalar searches below reweigh the same problem entry by
-/// entry, so its structure, its identical layers and their layout classes stay valid.
+/// entry, so its structure, its identical layers and their layout classes stay valid;
+/// they search under these classes, the stage search's own (a reweighed problem's own
+/// split could merge classes, i.e. allow more strategies), so each bounds exactly the
+/// strategies the stage search keeps.
 struct stage_setup {
   mode_choice mc;
   repeated_split split;  ///< fast mode only
