@@ -312,9 +312,10 @@ TEST_CASE("job bounds: the time floor and the least stage cost are below every p
                                                   double(pts.front().time - pts.back().time)
                                             : 1e-6;
         const std::size_t terms = r.sp->built.prob.nodes.size() + r.sp->built.prob.edges.size();
+        const auto setup = to::detail::stage_setup_of(*r.sp, o.mode);
         for (const double w : {slope / 4, slope, slope * 4}) {
           CAPTURE(w);
-          const to::cost_t line = to::detail::stage_line(*r.sp, o.mode, w, 0);
+          const to::cost_t line = to::detail::stage_line(*r.sp, setup, w, 0);
           const to::cost_t node_line = to::detail::stage_minima_line(*r.sp, w, o.solve.memory_limit, false);
           const to::cost_t edge_line = to::detail::stage_minima_line(*r.sp, w, o.solve.memory_limit, true);
           CHECK(node_line <= line + to::cost_t(terms));

@@ -256,10 +256,6 @@ inline cost_t least_stage_memory(const stage_problem& sp, const stage_setup& st,
   }
   return least;
 }
-inline cost_t least_stage_memory(const stage_problem& sp, search_mode mode, cost_t memory_limit,
-                                 std::size_t max_bytes) {
-  return least_stage_memory(sp, stage_setup_of(sp, mode), memory_limit, max_bytes);
-}
 
 /// The exact least time of stage problem `sp` searched as set up by `st` (memory ignored).
 inline cost_t least_stage_time(const stage_problem& sp, const stage_setup& st, std::size_t max_bytes) {
@@ -267,13 +263,10 @@ inline cost_t least_stage_time(const stage_problem& sp, const stage_setup& st, s
       sp, st, std::numeric_limits<cost_t>::max(), max_bytes, [](cost_t t, cost_t) { return t; }, false);
   return ft.points.empty() ? 0 : ft.points.front().memory;
 }
-inline cost_t least_stage_time(const stage_problem& sp, search_mode mode, std::size_t max_bytes) {
-  return least_stage_time(sp, stage_setup_of(sp, mode), max_bytes);
-}
 
-/// s such that every strategy of `sp` (in `mode`) with time t < cap has memory m with
-/// m + w t >= s: the least of m + floor(w min(t, cap)), less one per term for the
-/// rounding of w t (see the file comment, "regions").
+/// s such that every strategy of `sp` (searched as set up by `st`) with time t < cap has
+/// memory m with m + w t >= s: the least of m + floor(w min(t, cap)), less one per term
+/// for the rounding of w t (see the file comment, "regions").
 inline cost_t stage_line(const stage_problem& sp, const stage_setup& st, double w, std::size_t max_bytes) {
   const cost_t cap = sp.built.time_cap;
   std::size_t terms = 0;
@@ -285,9 +278,6 @@ inline cost_t stage_line(const stage_problem& sp, const stage_setup& st, double 
   if (f.points.empty()) return 0;
   const cost_t s = f.points.front().memory;
   return s > cost_t(terms) ? s - cost_t(terms) : 0;
-}
-inline cost_t stage_line(const stage_problem& sp, search_mode mode, double w, std::size_t max_bytes) {
-  return stage_line(sp, stage_setup_of(sp, mode), w, max_bytes);
 }
 
 /// Lines from node minima, and again from node and edge minima, a job's region takes at
