@@ -150,10 +150,13 @@ class eliminator : factor_store {
         min_time_sum_ = sat_add(min_time_sum_, min_time(f));
       }
     known_ = make_frontier(o_.known).points;
-    std::vector<bool> late(n, false);
+    std::vector<bool> late(n, false), classed(n, false);
     if (class_.size() == n)
-      for (std::size_t v = 0; v < n; ++v) late[v] = !kept_[v] && !class_[v].empty();
-    elimination_order planned = plan_elimination(factors_, dom_, kept_, late);
+      for (std::size_t v = 0; v < n; ++v) {
+        classed[v] = !class_[v].empty();
+        late[v] = !kept_[v] && classed[v];
+      }
+    elimination_order planned = plan_elimination(factors_, dom_, kept_, late, classed);
     order_ = std::move(planned.order);
     prune_ = std::move(planned.prune);
     const std::size_t depth = planned.depth;
