@@ -24,7 +24,8 @@
 // (a transformer layer and the model's head, 106 boundary layouts) the greedy order joined
 // the MLP's two carried frontiers on 106 x 106 cells (3.6 s of a 3.8 s solve); the planned
 // one takes 1.2 s. Orders scored only a few percent lower were measured slower, so the
-// margin is wide; nothing changes for exact mode's results (any order is exact).
+// margin is wide. Exact mode's frontiers keep their costs (any order is exact); under
+// epsilon a changed order prunes elsewhere, within the same bound.
 #pragma once
 #include <algorithm>
 #include <bit>
@@ -45,8 +46,9 @@ struct elimination_order {
 };
 
 /// The model's score of an order, summed over its steps: first the ranks (the sizes of the
-/// factors made over more than two nodes), then the work, as `plan_elimination` scores one
-/// step; lexicographic.
+/// factors made over more than two nodes), then the work, as the greedy plan's estimate
+/// scores one step but with the classes' empty cells and a fixed size for the frontiers
+/// eliminations make (exact_order::step); lexicographic.
 struct order_score {
   double rank = 0, work = 0;
   constexpr bool operator<(const order_score& o) const { return rank != o.rank ? rank < o.rank : work < o.work; }
@@ -65,7 +67,7 @@ struct exact_order {
   using mask = std::uint64_t;
   struct part {
     mask nodes, around;  // a connected part of S and its neighbours outside S
-    double weight;       // the joined factors' sizes (plan_elimination's weights)
+    double weight;       // the points per cell of the factor made from it (derived_points)
   };
   std::size_t n = 0;
   const std::vector<std::size_t>* dom = nullptr;
