@@ -66,8 +66,7 @@ struct exact_order {
   static constexpr std::size_t max_nodes = 16;
   using mask = std::uint64_t;
   struct part {
-    mask nodes, around;  // a connected part of S and its neighbours outside S
-    double weight;       // the points per cell of the factor made from it (derived_points)
+    mask around;  // a connected part of S's neighbours outside S (its factor's scope)
   };
   std::size_t n = 0;
   const std::vector<std::size_t>* dom = nullptr;
@@ -126,7 +125,7 @@ struct exact_order {
         c = grown;
       }
       rem &= ~c;
-      parts.push_back({c, neighbours(c) & ~S, derived_points});
+      parts.push_back({neighbours(c) & ~S});
     }
   }
   /// Eliminating v after S: false where v must wait (`late`), else its rank and work.
@@ -144,7 +143,7 @@ struct exact_order {
       if ((fmask[f] & vb) && !(fmask[f] & S)) joined(fweight[f]);
     for (const auto& pt : parts)
       if (pt.around & vb) {
-        joined(pt.weight);
+        joined(derived_points);
         scope |= pt.around;
       }
     scope &= ~S & ~vb;
@@ -153,13 +152,15 @@ struct exact_order {
     // per class, as the boundary layouts have, the wanted cells are the unclassed nodes'
     // product times the largest classed domain.
     double cells = 1, widest = 0;
-    for (mask y = scope & ~classed; y; y &= y - 1) cells *= double((*dom)[std::size_t(std::countr_zero(y))]);
-    for (mask y = scope & classed; y; y &= y - 1) {
-      const double d = double((*dom)[std::size_t(std::countr_zero(y))]);
-      widest = std::max(widest, d);
-      if (std::popcount(scope & classed) < 2) cells *= d;
+    const bool masked = std::popcount(scope & classed) >= 2;
+    for (mask y = scope; y; y &= y - 1) {
+      const std::size_t u = std::size_t(std::countr_zero(y));
+      const double d = double((*dom)[u]);
+      if (!(classed & bit(u))) cells *= d;
+      else if (masked) widest = std::max(widest, d);
+      else cells *= (widest = d);
     }
-    if (std::popcount(scope & classed) >= 2) cells *= widest;
+    if (masked) cells *= widest;
     double dv = double((*dom)[v]);
     if ((classed & vb) && widest > 0) dv = std::max(1.0, dv / widest);
     const auto width = std::size_t(std::popcount(scope));
@@ -344,8 +345,9 @@ constexpr elimination_order greedy_elimination(const std::vector<factor>& factor
 /// `late` nodes (optional) go after every other one (nodes held to the classes of kept
 /// ones, eliminator::classes: eliminated last, each meets the kept nodes' classes in the
 /// factors the others made, which then hold only the wanted cells). Where exact_order
-/// applies, its order replaces the greedy one when it scores less and is no deeper (a
-/// deeper order splits epsilon over more prunes, which the score does not see).
+/// applies, its order replaces the greedy one when it scores below exact_order::margin of
+/// it and is no deeper (a deeper order splits epsilon over more prunes, which the score
+/// does not see).
 constexpr elimination_order plan_elimination(const std::vector<factor>& factors, const std::vector<std::size_t>& dom,
                                              const std::vector<bool>& kept, const std::vector<bool>& late = {},
                                              const std::vector<bool>& classed = {}) {
