@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 #include "../frontier.hpp"
@@ -156,7 +157,9 @@ class eliminator : factor_store {
         classed[v] = !class_[v].empty();
         late[v] = !kept_[v] && classed[v];
       }
-    elimination_order planned = plan_elimination(factors_, dom_, kept_, late, classed);
+    elimination_order planned = std::is_constant_evaluated()
+                                    ? plan_elimination(factors_, dom_, kept_, late, classed)
+                                    : plan_elimination_memo(factors_, dom_, kept_, late, classed);
     order_ = std::move(planned.order);
     prune_ = std::move(planned.prune);
     const std::size_t depth = planned.depth;
