@@ -63,6 +63,38 @@ constexpr int cut_tensor(const op_graph& g, std::size_t c) {
   return count == 1 ? found : -1;
 }
 
+/// The `input` op that stands for activation `t` received by a stage (named
+/// "recv.<tensor>", its dims the producer's dims of each axis; its output reads `t`).
+constexpr op_node received_op(const op_graph& g, int t) {
+  const auto& ti = g.tensors[std::size_t(t)];
+  const op_node& prod = g.ops[std::size_t(ti.producer)];
+  op_node r;
+  r.name = "recv." + ti.name;
+  r.kind = op_kind::input;
+  r.attr[0] = ti.integer ? 1 : 0;
+  r.output.tensor = t;
+  r.output.dim.fill(-1);
+  for (int a = 0; a < ti.rank; ++a) {
+    const int d = prod.output.dim[std::size_t(a)];
+    op_dim od = d >= 0 ? prod.dims[std::size_t(d)] : op_dim{"x", ti.extents[std::size_t(a)], false, false};
+    od.extent = ti.extents[std::size_t(a)];
+    r.output.dim[std::size_t(a)] = std::int8_t(r.dims.size());
+    r.dims.push_back(od);
+  }
+  return r;
+}
+
+/// The first activation ops [begin, end) of `g` read that an op before `begin` makes (the
+/// stage graph's first op receives it), or -1.
+constexpr int first_received(const op_graph& g, std::size_t begin, std::size_t end) {
+  for (std::size_t j = begin; j < end; ++j)
+    for (auto& in : g.ops[j].inputs) {
+      const int p = g.tensors[std::size_t(in.tensor)].producer;
+      if (p >= 0 && std::size_t(p) < begin) return in.tensor;
+    }
+  return -1;
+}
+
 struct stage_subgraph {
   op_graph graph;
   std::vector<int> op_of;  ///< original op of each stage op (-1: a received input)
@@ -88,20 +120,8 @@ constexpr stage_subgraph stage_graph(const op_graph& g, std::size_t begin, std::
     for (auto& in : g.ops[j].inputs) {
       const auto& t = g.tensors[std::size_t(in.tensor)];
       if (t.producer < 0 || std::size_t(t.producer) >= begin || remap[std::size_t(in.tensor)] >= 0) continue;
-      const op_node& prod = g.ops[std::size_t(t.producer)];
-      op_node r;
-      r.name = "recv." + t.name;
-      r.kind = op_kind::input;
-      r.attr[0] = t.integer ? 1 : 0;
+      op_node r = received_op(g, in.tensor);
       r.output.tensor = take(in.tensor);
-      r.output.dim.fill(-1);
-      for (int a = 0; a < t.rank; ++a) {
-        const int d = prod.output.dim[std::size_t(a)];
-        op_dim od = d >= 0 ? prod.dims[std::size_t(d)] : op_dim{"x", t.extents[std::size_t(a)], false, false};
-        od.extent = t.extents[std::size_t(a)];
-        r.output.dim[std::size_t(a)] = std::int8_t(r.dims.size());
-        r.dims.push_back(od);
-      }
       s.graph.tensors[std::size_t(r.output.tensor)].producer = int(s.graph.ops.size());
       s.graph.ops.push_back(std::move(r));
       s.op_of.push_back(-1);

@@ -34,6 +34,7 @@
 #include "../model/op_range.hpp"
 #include "../model/stage_graph.hpp"
 #include "pipeline_plan.hpp"
+#include "placement_cache.hpp"
 
 namespace tensoropt {
 
@@ -47,9 +48,17 @@ struct crossing {
 };
 
 /// The tensors that cross into stage `b` of `pp` (each once, in tensor order), on the
-/// micro-batch graph `g`; `mesh` is the stage's mesh. Throws invalid_argument when a
-/// receive config is not a legal config of the stage's received input.
-inline std::vector<crossing> crossings_into(const op_graph& g, const pipeline_plan& pp, int b, const device_mesh& mesh) {
+/// micro-batch graph `g`; `mesh` is the stage's mesh. `cache` (on `mesh`, optional)
+/// memoizes the layouts. Throws invalid_argument when a receive config is not a legal
+/// config of the stage's received input.
+inline std::vector<crossing> crossings_into(const op_graph& g, const pipeline_plan& pp, int b, const device_mesh& mesh,
+                                            detail::placement_cache* cache = nullptr) {
+  auto placed = [&](const op_node& op, const tensor_map& m, const tensor_info& t, const op_config& c, bool split) {
+    if (cache) return cache->get(op, m, t, c, false, split);
+    placement pl = place(op, m, t, c, mesh, false);
+    if (split) split_over_replicas(pl);
+    return pl;
+  };
   const std::size_t begin = pp.stage_begin[std::size_t(b)];
   const std::size_t end = b + 1 < pp.degree ? pp.stage_begin[std::size_t(b) + 1] : g.ops.size();
   std::vector<crossing> out;
@@ -62,14 +71,15 @@ inline std::vector<crossing> crossings_into(const op_graph& g, const pipeline_pl
     for (std::size_t j = begin; j < end && c.recv.box.empty(); ++j)  // the first reader's layout
       for (const auto& m : g.ops[j].inputs)
         if (m.tensor == t) {
-          c.recv = place(g.ops[j], m, ti, pp.configs[j], mesh, false);
+          c.recv = placed(g.ops[j], m, ti, pp.configs[j], false);
+          c.wire = placed(g.ops[j], m, ti, pp.configs[j], true);
           break;
         }
     out.push_back(std::move(c));
   }
-  if (b > 0 && pp.receive_configs.size() + 1 == pp.stage_begin.size()) {
-    const stage_subgraph sg = stage_graph(g, begin, end);
-    const op_node& r = sg.graph.ops[0];  // the first received tensor (stage_graph's order)
+  const int first = first_received(g, begin, end);  // stage_graph's first op receives it
+  if (b > 0 && first >= 0 && pp.receive_configs.size() + 1 == pp.stage_begin.size()) {
+    const op_node r = received_op(g, first);
     const op_config& rc = pp.receive_configs[std::size_t(b) - 1];
     try {
       validate_config(r, rc, mesh);
@@ -78,12 +88,10 @@ inline std::vector<crossing> crossings_into(const op_graph& g, const pipeline_pl
                              e.what());
     }
     for (auto& c : out)
-      if ("recv." + g.tensors[std::size_t(c.tensor)].name == r.name)
-        c.recv = place(r, r.output, g.tensors[std::size_t(c.tensor)], rc, mesh, false);
-  }
-  for (auto& c : out) {
-    c.wire = c.recv;
-    split_over_replicas(c.wire);
+      if (c.tensor == first) {
+        c.recv = placed(r, r.output, g.tensors[std::size_t(c.tensor)], rc, false);
+        c.wire = placed(r, r.output, g.tensors[std::size_t(c.tensor)], rc, true);
+      }
   }
   return out;
 }
@@ -95,10 +103,11 @@ struct stage_crossings {
 };
 
 /// The crossings of stage `s` of `pp` on the micro-batch graph `g` (see crossings_into).
-inline stage_crossings crossings_of(const op_graph& g, const pipeline_plan& pp, int s) {
+inline stage_crossings crossings_of(const op_graph& g, const pipeline_plan& pp, int s,
+                                    detail::placement_cache* cache = nullptr) {
   const device_mesh mesh = stage_mesh(pp.mesh, pp.degree);
   stage_crossings r;
-  r.in = crossings_into(g, pp, s, mesh);
+  r.in = crossings_into(g, pp, s, mesh, cache);
   std::vector<crossing> out;
   // only the later stages that read a tensor made here (one pass over their ops)
   const std::size_t begin = pp.stage_begin[std::size_t(s)];
@@ -113,7 +122,7 @@ inline stage_crossings crossings_of(const op_graph& g, const pipeline_plan& pp, 
   }
   for (int b = s + 1; b < pp.degree; ++b)
     if (reads[std::size_t(b)])
-      for (auto& c : crossings_into(g, pp, b, mesh))
+      for (auto& c : crossings_into(g, pp, b, mesh, cache))
         if (c.from_stage == s) out.push_back(std::move(c));
   std::stable_sort(out.begin(), out.end(), [](const crossing& x, const crossing& y) { return x.tensor < y.tensor; });
   r.out = std::move(out);

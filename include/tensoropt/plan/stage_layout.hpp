@@ -25,46 +25,11 @@
 #include <vector>
 #include "../cost/placement.hpp"
 #include "memory_peak.hpp"
+#include "placement_cache.hpp"
 #include "pipeline_plan.hpp"
 #include "stage_crossings.hpp"
 
 namespace tensoropt::detail {
-
-/// place() (cost/placement.hpp), memoized on one mesh; `split`: then split_over_replicas.
-/// The placements returned stay valid as long as the cache.
-class placement_cache {
- public:
-  explicit placement_cache(const device_mesh& mesh) : mesh_(mesh) {}
-  const placement& get(const op_node& op, const tensor_map& m, const tensor_info& t, const op_config& c, bool partial,
-                       bool split = false) {
-    std::vector<std::int64_t> key{std::int64_t(op.dims.size()), t.rank, partial ? 1 : 0, split ? 1 : 0};
-    for (const auto& d : op.dims) key.push_back(d.extent);
-    for (int L = 0; L < max_levels; ++L)
-      for (int d = 0; d < max_op_dims; ++d) key.push_back(c.degree[std::size_t(L)][std::size_t(d)]);
-    for (int a = 0; a < t.rank; ++a) {
-      key.push_back(t.extents[std::size_t(a)]);
-      key.push_back(m.dim[std::size_t(a)]);
-    }
-    auto it = memo_.find(key);
-    if (it != memo_.end()) return it->second;
-    bytes_ += double(mesh_.devices()) * double(sizeof(shard_box));
-    placement pl = place(op, m, t, c, mesh_, partial);
-    if (split) split_over_replicas(pl);
-    return memo_.emplace(std::move(key), std::move(pl)).first->second;
-  }
-  const device_mesh& mesh() const { return mesh_; }
-  /// About the bytes held; clearing invalidates every placement returned.
-  double bytes() const { return bytes_; }
-  void clear() {
-    memo_.clear();
-    bytes_ = 0;
-  }
-
- private:
-  device_mesh mesh_;
-  std::map<std::vector<std::int64_t>, placement> memo_;
-  double bytes_ = 0;
-};
 
 /// The buffers' layouts and sizes of stage s of `pp` on the micro-batch graph `mg`
 /// (see the file comment). `facts` = analyze(mg) and `cache` (on the stage's mesh) are
@@ -86,7 +51,7 @@ class stage_layout {
       if (here_[j]) ops_.push_back(j);
     pos_.assign(n_, -1);
     for (std::size_t i = 0; i < ops_.size(); ++i) pos_[ops_[i]] = int(i);
-    cross_ = crossings_of(g_, pp, s);
+    cross_ = crossings_of(g_, pp, s, &cache_);
     const cost_options co = o.cost();
     state_.assign(n_, 0.0);
     in_.resize(n_);
@@ -140,6 +105,7 @@ class stage_layout {
   int producer(std::size_t j, std::size_t s) const { return producer(g_.ops[j].inputs[s].tensor); }
   static double box(const placement& pl, double bytes) { return double(pl.box[0].size(pl.rank)) * bytes; }
   static double box(const placement* pl, double bytes) { return box(*pl, bytes); }
+  // placements from the cache are interned (one object per content); crossings' are not
   static bool equal(const placement* a, const placement* b) { return a == b || *a == *b; }
   double act_bytes(int t) const { return tensor(t).integer ? 4.0 : double(pr_.activation_bytes()); }
   bool keeps_shard(std::size_t j, std::size_t s) const {
