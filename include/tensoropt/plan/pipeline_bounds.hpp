@@ -57,25 +57,31 @@
 //
 // Skipping. A job is skipped when its least memory is above the memory limit (it has
 // no point below the limit, and points above it are not kept), or when every point of
-// its region within the limit is dominated by a point found already (so is every point
-// the job could give; on an exact tie the point with the smaller (p, k) is the one kept,
-// as without skipping). That is checked at the region's least memory, just below the
-// memory of each point found (where the best time found changes) and at the limit. The
-// bounds are computed lazily: the least time only when a point found already has no
-// more memory than the job's least memory, then up to `max_lines` lines, each at the
-// slope of the points found around the memory where the region is not yet dominated.
-// Every scalar search has one point per frontier, which the eliminator takes in one pass
-// per cell (search/detail/eliminator.hpp).
+// its region within the limit is covered by a point found already: with `cover` = 1 +
+// epsilon, a point of no more memory and at most `cover` times the time (then so is
+// every exact point of the job; at epsilon 0, dominated, on an exact tie the point with
+// the smaller (p, k) being the one kept, as without skipping). That is checked at the
+// region's least memory, just below the memory of each point found (where the best time
+// found changes) and at the limit. The region's lines have fixed slopes (fixed_slopes,
+// from the job's node minima), so that it does not depend on the points found: the
+// minima give all of them in one pass; the scalar searches give a line only where the
+// points found ask for one (the fixed slope nearest to theirs around the memory where
+// the region is not yet covered, up to `max_lines`), and the least time only when a
+// point found already has no more memory than the job's least memory. Every scalar
+// search has one point per frontier, which the eliminator takes in one pass per cell
+// (search/detail/eliminator.hpp).
 //
 //  - the classes searched so far (after each stage search but the last of a job): the
 //    job's stage classes are searched one at a time, and every point the job returns is
 //    a point of the max-max merge of those searched so far combined with points of the
 //    others, so it lies in the region with its corner raised to that point
 //    (staircase_dominated). This staircase is not convex, so it settles jobs that the
-//    lines cannot (a region's lines sit under the convex hull of its stages' frontiers):
-//    on megatron-1t 13 jobs of 217, 19 stage searches of 139.
-// The frontier is the same with and without skipping, whatever the number of threads;
-// only the work done differs (pipeline_options::skip_by_bounds turns it off).
+//    lines cannot (a region's lines sit under the convex hull of its stages' frontiers).
+//    Its points are those of stage searches within 1 + e_s, so it is tested within
+//    cover / (1 + e_s).
+// How the planner keeps the result independent of the order jobs finish in, and what
+// epsilon buys, is plan/balanced_job.hpp's and plan/pipeline_planner.hpp's
+// (pipeline_options::skip_by_bounds turns the skipping off).
 #pragma once
 #include <algorithm>
 #include <array>
@@ -141,11 +147,19 @@ inline cost_t partition_time_floor(const op_graph& micro, const cluster& cl, ind
 /// 75.78 s exact, 76.07 s fast. p = 1, whose one stage is the whole model, keeps the flat
 /// planner's rule, so that today's frontier stays part of the pipeline frontier.
 inline constexpr double stage_fast_above = 5e3;
+/// ... and hold the stream (the residual adds inside each identical layer take the
+/// boundaries' layout too, plan/search_mode.hpp) above this much, below the flat planner's
+/// 1e6. Measured on the whole pipeline frontiers (`pipeline_bench --only M --threads 2`,
+/// one session): megatron-145.6b 79.2 -> 68.4 s wall, megatron-1t 60.8 -> 58.5 s; the
+/// fastest plan that fits 145.6b 17.341 -> 17.402 s (the restriction, 0.35 %), 1t the
+/// same 71.835 s. 3e4 and 1e4 measured the same as 1e5 within noise.
+inline constexpr double stage_stream_above = 1e5;
 
 /// The search mode of stage problem `sp` when `mode` is asked (both the stage search and
 /// the bounds' scalar searches use it, so that each bounds what the other searches).
 inline mode_choice stage_mode(const stage_problem& sp, search_mode mode) {
-  return sp.degree > 1 ? choose_mode(sp.built.prob, sp.built.graph, mode, exact_engine::general, stage_fast_above)
+  return sp.degree > 1 ? choose_mode(sp.built.prob, sp.built.graph, mode, exact_engine::general, stage_fast_above,
+                                     stage_stream_above)
                        : choose_mode(sp.built.prob, sp.built.graph, mode);
 }
 
@@ -265,24 +279,34 @@ inline cost_t least_stage_time(const stage_problem& sp, const stage_setup& st, s
 }
 
 /// s such that every strategy of `sp` (searched as set up by `st`) with time t < cap has
-/// memory m with m + w t >= s: the least of m + floor(w min(t, cap)), less one per term
-/// for the rounding of w t (see the file comment, "regions").
+/// memory m with m + w t >= s: the least of m + floor(w min(t, cap)) (each term at most
+/// stage_line_term_cap), less one per term for the rounding of w t (see the file
+/// comment, "regions").
+/// stage_line's terms: the nodes with configs and the edges of `sp`.
+inline std::size_t stage_terms(const stage_problem& sp) {
+  std::size_t terms = sp.built.prob.edges.size();
+  for (auto& n : sp.built.prob.nodes) terms += n.configs.empty() ? 0 : 1;
+  return terms;
+}
+/// The most one term of stage_line's search counts: max_problem_cost / (terms + 1), so
+/// that no sum leaves the integer range however steep the line (a term counted less
+/// keeps the bound below the true one).
+inline double stage_line_term_cap(const stage_problem& sp) {
+  return double(max_problem_cost) / double(stage_terms(sp) + 1);
+}
+
 inline cost_t stage_line(const stage_problem& sp, const stage_setup& st, double w, std::size_t max_bytes) {
   const cost_t cap = sp.built.time_cap;
-  std::size_t terms = 0;
-  for (auto& n : sp.built.prob.nodes) terms += n.configs.empty() ? 0 : 1;
-  terms += sp.built.prob.edges.size();
-  const frontier_result f =
-      scalar_stage_search(sp, st, std::numeric_limits<cost_t>::max(), max_bytes,
-                          [w, cap](cost_t t, cost_t m) { return m + cost_t(w * double(std::min(t, cap))); });
+  const std::size_t terms = stage_terms(sp);
+  const double most = stage_line_term_cap(sp);
+  const frontier_result f = scalar_stage_search(
+      sp, st, std::numeric_limits<cost_t>::max(), max_bytes, [w, cap, most](cost_t t, cost_t m) {
+        return cost_t(std::min(most, double(m) + std::floor(w * double(std::min(t, cap)))));
+      });
   if (f.points.empty()) return 0;
   const cost_t s = f.points.front().memory;
   return s > cost_t(terms) ? s - cost_t(terms) : 0;
 }
-
-/// Lines from node minima, and again from node and edge minima, a job's region takes at
-/// most (each one pass over the configs, or over the edge entries).
-inline constexpr std::size_t node_lines = 8;
 
 /// The offset plus, over the nodes u, the least over u's admitted configs c (time below
 /// the cap, memory within `memory_limit` less the offset) of f(c) plus, with `edges`, the
@@ -365,6 +389,49 @@ inline cost_t stage_minima_line(const stage_problem& sp, double w, cost_t memory
   return s > 0 ? cost_t(std::min(s, 9.0e18)) : 0;
 }
 
+/// Slopes (bytes per picosecond) of the lines a job's region takes from node (and edge)
+/// minima before anything else: a fixed set, so that the region does not depend on the
+/// points found so far (the planner's order-independent skip test reads it again when
+/// the job is committed, plan/pipeline_planner.hpp). The steepest trades the memory
+/// between the job's least memory m0 and the limit for 5 % of its least time t0 (a
+/// steeper line cannot lift the region where it fits); each next one is half as steep,
+/// down to 2^-15 of it, which is flatter than the slow end of the Megatron frontiers.
+inline constexpr std::size_t region_slopes = 16;
+inline std::array<double, region_slopes> fixed_slopes(cost_t t0, cost_t m0, cost_t limit) {
+  std::array<double, region_slopes> w{};
+  double x = double(std::max<cost_t>(limit - std::min(limit, m0), 1)) / (0.05 * double(std::max<cost_t>(t0, 1)));
+  for (auto& v : w) {
+    v = x;
+    x /= 2;
+  }
+  return w;
+}
+
+/// s_i with m + w_i t >= s_i for every strategy of `sp` the stage search keeps, for every
+/// slope of `w` at once: stage_minima_line's bound (node and, with `edges`, edge minima),
+/// in one pass over the entries.
+inline std::array<cost_t, region_slopes> stage_minima_lines(const stage_problem& sp,
+                                                            const std::array<double, region_slopes>& w,
+                                                            cost_t memory_limit, bool edges) {
+  using vec = std::array<double, region_slopes>;
+  const vec v = stage_minima<region_slopes>(
+      sp, memory_limit, edges,
+      [&w](cost_t t, cost_t m) {
+        vec x;
+        for (std::size_t i = 0; i < region_slopes; ++i) x[i] = double(m) + w[i] * double(t);
+        return x;
+      },
+      std::numeric_limits<double>::infinity());
+  std::array<cost_t, region_slopes> out{};
+  const auto& q = sp.built.prob;
+  for (std::size_t i = 0; i < region_slopes; ++i) {
+    if (v[i] == std::numeric_limits<double>::infinity()) continue;
+    const double s = v[i] * (1 - 1e-9) - double(q.nodes.size() + q.edges.size()) - 1;
+    out[i] = s > 0 ? cost_t(std::min(s, 9.0e18)) : 0;
+  }
+  return out;
+}
+
 /// The exact least time and least memory of stage problem `sp` (see least_stage_memory
 /// and least_stage_time).
 inline strategy_cost least_stage_cost(const stage_problem& sp, search_mode mode, cost_t memory_limit,
@@ -407,11 +474,14 @@ struct job_region {
 
 /// Whether (t, m) with tie key `key` is dominated by the staircase `u` (memory ascending,
 /// time strictly descending): a point of u has no more memory and less time, or equal
-/// time and less memory or a key at most `key` (the point kept on an exact tie).
-inline bool dominated_by(const std::vector<known_point>& u, cost_t t, cost_t m, std::pair<int, int> key) {
+/// time and less memory or a key at most `key` (the point kept on an exact tie). With
+/// `cover` > 1: whether a point of u has no more memory and at most `cover` times t.
+inline bool dominated_by(const std::vector<known_point>& u, cost_t t, cost_t m, std::pair<int, int> key,
+                         double cover = 1) {
   auto it = std::upper_bound(u.begin(), u.end(), m, [](cost_t x, const known_point& q) { return x < q.memory; });
   if (it == u.begin()) return false;
   const auto& q = *std::prev(it);
+  if (cover > 1) return double(q.time) <= cover * double(t);
   if (q.time != t) return q.time < t;
   return q.memory < m || q.key <= key;
 }
@@ -422,18 +492,18 @@ struct region_check {
   bool dominated = false;
   cost_t at = 0;
 };
+/// With `cover` > 1: whether every point of `r` within `limit` is covered within `cover`
+/// (a point of u with no more memory and at most cover times its time).
 inline region_check check_region(const std::vector<known_point>& u, const job_region& r, std::pair<int, int> key,
-                                 cost_t limit) {
+                                 cost_t limit, double cover = 1) {
   if (r.memory > limit) return {true, 0};
   // the least time at m only falls with m and u's best time changes only at its points,
   // so the memories just below each point of u, and the limit, are the ones to check
-  std::vector<cost_t> at;
+  if (!dominated_by(u, r.least_time_at(r.memory), r.memory, key, cover)) return {false, r.memory};
   for (const auto& q : u)
-    if (q.memory > r.memory && q.memory - 1 <= limit) at.push_back(q.memory - 1);
-  at.push_back(limit);
-  if (!dominated_by(u, r.least_time_at(r.memory), r.memory, key)) return {false, r.memory};
-  for (cost_t m : at)
-    if (!dominated_by(u, r.least_time_at(m), m, key)) return {false, m};
+    if (q.memory > r.memory && q.memory - 1 <= limit && !dominated_by(u, r.least_time_at(q.memory - 1), q.memory - 1, key, cover))
+      return {false, q.memory - 1};
+  if (!dominated_by(u, r.least_time_at(limit), limit, key, cover)) return {false, limit};
   return {true, 0};
 }
 
@@ -444,16 +514,16 @@ inline region_check check_region(const std::vector<known_point>& u, const job_re
 /// time q.time + sends; that region is checked whole (check_region: the other classes can
 /// add memory, where the region's lines allow less time). Points above `limit` are never
 /// returned. Unlike the lines, the staircase is not convex, so this holds where they are
-/// loose (between the points of a stage's frontier).
+/// loose (between the points of a stage's frontier). With `cover` > 1: covered within it.
 template <class Stair>
 bool staircase_dominated(const std::vector<known_point>& u, const Stair& stair, const job_region& r,
-                         std::pair<int, int> key, cost_t limit) {
+                         std::pair<int, int> key, cost_t limit, double cover = 1) {
   for (const auto& q : stair) {
     job_region c = r;
     c.memory = std::max(q.memory, r.memory);
     if (c.memory > limit) break;  // memory ascending: so are the rest
     c.time = std::max(r.time, q.time + r.sends);
-    if (!check_region(u, c, key, limit).dominated) return false;
+    if (!check_region(u, c, key, limit, cover).dominated) return false;
   }
   return true;
 }

@@ -31,23 +31,22 @@
 // exact, time within 1 + epsilon); max and max keep that bound (max of times each within
 // 1 + e is within 1 + e of the max) and adding the sends keeps it. The result is exact
 // when every stage search was and the partition was searched whole (`all`); balanced
-// partitions are a stated restriction.
+// partitions are a stated restriction. Balanced jobs (plan/balanced_job.hpp) search
+// their stages within (1 + epsilon)^stage_epsilon_share and are skipped where the jobs
+// before them cover them within 1 + epsilon, so every point of every job lies within
+// 1 + epsilon of a returned one (exact dominance at epsilon 0).
 // Every returned point carries a pipeline_plan, and evaluate_pipeline re-costs it to
 // exactly its (time, memory). Points above the memory limit are dropped; among equal
 // costs the smaller p, then the smaller k, is kept.
 #pragma once
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <exception>
+#include <cstdint>
 #include <functional>
 #include <map>
-#include <tuple>
 #include <memory>
-#include <mutex>
-#include <optional>
 #include <string>
-#include <thread>
+#include <tuple>
 #include <vector>
 #include "../search/max_max_merge.hpp"
 #include "../search/repeated.hpp"
@@ -176,6 +175,8 @@ struct job_point {
 
 namespace detail {
 
+struct job_bound;  // plan/job_cover.hpp
+
 /// The job's points: the frontier of p stages, k micro-batches, over the partition `bp`.
 struct job_result {
   std::vector<job_point> points;
@@ -185,6 +186,9 @@ struct job_result {
   bool over_limit = false;  ///< skipped because its least memory is above the limit
   bool by_minima = false;   ///< skipped on node (and edge) minima alone, no scalar search
   bool after_searches = false;  ///< skipped on the frontier of the stage classes searched so far
+  /// Of a job searched under the bounds: what the planner tests when it commits the job
+  /// (job_bound; absent without bounds).
+  std::shared_ptr<job_bound> bound;
   double bound_seconds = 0;  ///< the job bounds (minima and scalar searches)
   double build_seconds = 0, solve_seconds = 0;
   /// Counts a stage search; `built`: its build time is not counted yet.
@@ -197,182 +201,6 @@ struct job_result {
     solve_seconds += r.solve_seconds;
   }
 };
-
-/// `known()` gives the points found so far (a staircase) for the skip test of
-/// plan/pipeline_bounds.hpp; `floor` is the job's order bound (a lower bound of its time).
-inline job_result balanced_job(const op_graph& g, const op_graph& micro, const cluster& cl, const pipeline_options& o,
-                               index_t p, index_t k, const balanced_partition& bp, const solve_options& so,
-                               const std::function<std::vector<known_point>()>& known = {}, cost_t floor = 0) {
-  job_result jr;
-  const std::size_t P = std::size_t(p), n = g.ops.size();
-  std::vector<std::size_t> rep_of(P), reps;
-  for (std::size_t s = 0; s < P; ++s) {
-    rep_of[s] = reps.size();
-    for (std::size_t r = 0; r < reps.size(); ++r) {
-      const std::size_t t = reps[r];
-      if (bp.layers[t] == bp.layers[s] && (t == 0) == (s == 0) && (t + 1 == P) == (s + 1 == P)) rep_of[s] = r;
-    }
-    if (rep_of[s] == reps.size()) reps.push_back(s);
-  }
-  auto res = std::make_shared<std::vector<stage_result>>();
-  const cost_t sends = pipeline_sends(micro, cl, p, bp.starts, o.build.prec);
-  for (std::size_t s : reps) {
-    res->push_back(build_stage(micro, bp.starts[s], s + 1 < P ? bp.starts[s + 1] : n, cl, o, k, p, index_t(s)));
-    jr.build_seconds += res->back().build_seconds;
-  }
-  const std::pair<int, int> key{int(p), int(k)};
-  // each class is set up once (validated, its mode and split), when its first search comes
-  const std::size_t C = res->size();
-  std::vector<std::optional<stage_setup>> setups(C);
-  auto setup = [&](std::size_t c) -> const stage_setup& {
-    if (!setups[c]) setups[c] = stage_setup_of(*(*res)[c].sp, o.mode);
-    return *setups[c];
-  };
-  job_region reg;  // what the bounds learn of the job's points, for the staircase test below
-  reg.sends = sends;
-  reg.time = floor;
-  if (o.skip_by_bounds) {
-    // the bounds of pipeline_bounds.hpp: nothing fits, or every point the job can give is beaten
-    const auto tb = std::chrono::steady_clock::now();
-    // node minima first, then node and edge minima (no search); the corner and lines of
-    // the last stay in the searched region
-    // Adds up to `most` lines (line_of(c, w): s of stage class c at slope w) to `rg`,
-    // each at the slope of u where rg is not yet dominated; true when rg is dominated.
-    auto dominated = [&](const std::vector<known_point>& u, job_region& rg, std::size_t most, auto line_of) {
-      for (std::size_t line = 0;; ++line) {
-        const region_check c = check_region(u, rg, key, so.memory_limit);
-        if (c.dominated) return true;
-        const double w = line_weight(u, c.at);
-        if (line == most || w <= 0) return false;
-        // the line's s is the largest over the classes: the region is tested after each
-        // (a part of the classes gives a smaller s, a valid line too)
-        const cost_t before = rg.least_time_at(c.at);
-        rg.lines.push_back({w, 0});
-        for (std::size_t i = 0; i < res->size(); ++i) {
-          rg.lines.back().s = std::max(rg.lines.back().s, line_of(i, w));
-          if (i + 1 < res->size() && check_region(u, rg, key, so.memory_limit).dominated) return true;
-        }
-        if (rg.least_time_at(c.at) == before) return false;  // no progress where it is not dominated
-      }
-    };
-    const std::vector<known_point> u0 = known ? known() : std::vector<known_point>{};
-    for (const bool edges : {false, true}) {
-      cost_t nm = 0, nt = 0;
-      for (auto& r : *res) {
-        const strategy_cost c = stage_minima_corner(*r.sp, so.memory_limit, edges);
-        nm = std::max(nm, c.memory);
-        nt = std::max(nt, c.time);
-        if (nm == nothing_fits) break;
-      }
-      if (nm == nothing_fits) {  // (stage_minima_corner: also when above the limit)
-        jr.skipped = jr.over_limit = jr.by_minima = true;
-        break;
-      }
-      job_region nreg = reg;
-      nreg.memory = nm;
-      nreg.time = std::max(reg.time, nt + sends);
-      if (!u0.empty() && dominated(u0, nreg, node_lines, [&](std::size_t c, double w) {
-            return stage_minima_line(*(*res)[c].sp, w, so.memory_limit, edges);
-          })) {
-        jr.skipped = jr.by_minima = true;
-        break;
-      }
-      if (edges) {
-        reg.time = nreg.time;
-        reg.lines = nreg.lines;
-      }
-    }
-    // The scalar searches go class by class, and after each the region is tested again
-    // (a pass over u): a job beaten before every class is searched stops there. A step
-    // moves on (to the least times, to the next line) only once every class has been
-    // searched for the bound before it, so the lines are taken at the same slopes and
-    // the job is skipped exactly where it is with every class searched; what is saved
-    // is only searches that cannot change that. Least memories go first stage first
-    // (it holds the most micro-batches in flight), least times last stage first (the
-    // head and the loss).
-    std::size_t mem_done = 0;
-    const std::vector<known_point> u = !jr.skipped && known ? known() : std::vector<known_point>{};
-    auto beaten = [&] { return check_region(u, reg, key, so.memory_limit).dominated; };
-    auto next_memory = [&] {
-      reg.memory =
-          std::max(reg.memory, least_stage_memory(*(*res)[mem_done].sp, setup(mem_done), so.memory_limit, so.max_bytes));
-      ++mem_done;
-      jr.over_limit = reg.memory == nothing_fits || reg.memory > so.memory_limit;
-      return !jr.over_limit;
-    };
-    // without a point of no more memory than the job's least, nothing can beat it
-    auto gate = [&] { return !u.empty() && u.front().memory <= reg.memory; };
-    while (!jr.skipped && mem_done < C && next_memory() && !gate()) {}
-    if (!jr.skipped && !jr.over_limit && gate()) {
-      for (std::size_t i = C; i-- > 0 && !jr.skipped;) {
-        reg.time = std::max(reg.time, least_stage_time(*(*res)[i].sp, setup(i), so.max_bytes) + sends);
-        jr.skipped = beaten();
-      }
-      while (!jr.skipped && mem_done < C && next_memory()) jr.skipped = beaten();
-      if (!jr.skipped && !jr.over_limit)
-        jr.skipped = dominated(u, reg, o.max_lines, [&](std::size_t c, double w) {
-          return stage_line(*(*res)[c].sp, setup(c), w, so.max_bytes);
-        });
-    }
-    jr.bound_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - tb).count();
-    if (jr.over_limit) jr.skipped = true;
-    if (jr.skipped) return jr;
-  }
-  // The stage classes are searched one at a time, and the frontier of those searched so
-  // far is merged as it grows: every point of the job is a point of it combined with the
-  // other classes' (max of times and of memories), so it lies at or above one of its
-  // points, within the region. When every one of them is beaten, the classes not yet
-  // searched cannot change that, and the job is skipped (staircase_dominated).
-  struct acc_point {
-    cost_t time, memory;
-    std::vector<std::int32_t> idx;
-  };
-  std::vector<acc_point> acc;
-  // Classes run in stage order; on megatron-145.6b, the last class first or the first and
-  // then the last made 128-130 stage searches against 128, the same frontier.
-  for (std::size_t r = 0; r < res->size(); ++r) {
-    solve_stage((*res)[r], setup(r), so);
-    jr.count((*res)[r], false);
-    const auto& pts = (*res)[r].fr.points;
-    std::vector<acc_point> next;
-    if (r == 0) {
-      for (std::size_t i = 0; i < pts.size(); ++i) next.push_back({pts[i].time, pts[i].memory, {std::int32_t(i)}});
-    } else {
-      for (const auto& m : max_max_merge(acc, pts)) {
-        acc_point q{m.time, m.memory, acc[std::size_t(m.a)].idx};
-        q.idx.push_back(m.b);
-        next.push_back(std::move(q));
-      }
-    }
-    acc.swap(next);
-    if (o.skip_by_bounds && known && r + 1 < res->size()) {
-      const auto tb = std::chrono::steady_clock::now();
-      const std::vector<known_point> u = known();
-      const bool beaten = !u.empty() && staircase_dominated(u, acc, reg, key, so.memory_limit);
-      jr.bound_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - tb).count();
-      if (beaten) {
-        jr.skipped = jr.after_searches = true;
-        return jr;
-      }
-    }
-  }
-  for (auto& q : acc) {
-    auto make = [&g, res, rep_of, idx = q.idx, p, k, starts = bp.starts, mesh = cl.mesh] {
-      pipeline_plan pp;
-      pp.degree = int(p);
-      pp.micro_batches = int(k);
-      pp.stage_begin = starts;
-      pp.configs.resize(g.ops.size());
-      pp.mesh = mesh;
-      pp.receive_configs.resize(starts.size() - 1);
-      for (std::size_t s = 0; s < starts.size(); ++s)
-        put_stage(pp, g, (*res)[rep_of[s]], std::size_t(idx[rep_of[s]]), s, starts[s]);
-      return pp;
-    };
-    jr.points.push_back({q.time + sends, q.memory, std::move(make)});
-  }
-  return jr;
-}
 
 /// The dynamic program over cut points (see the file comment).
 inline job_result partition_job(const op_graph& g, const op_graph& micro, const cluster& cl, const pipeline_options& o,
