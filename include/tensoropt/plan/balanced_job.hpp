@@ -47,26 +47,22 @@ class balanced_job {
  public:
   using known_fn = std::function<std::vector<known_point>()>;
 
-  balanced_job(const op_graph& g, const op_graph& micro, const cluster& cl, const pipeline_options& o, index_t p,
-               index_t k, const balanced_partition& bp, const solve_options& so, cost_t floor = 0)
-      : g_(g), cl_(cl), o_(o), so_(so), p_(p), k_(k), bp_(bp), key_{int(p), int(k)} {
-    const std::size_t P = std::size_t(p), n = g.ops.size();
+  balanced_job(const op_graph& g, op_graph micro, const cluster& cl, const pipeline_options& o, index_t p, index_t k,
+               const balanced_partition& bp, const solve_options& so, cost_t floor = 0)
+      : g_(g), micro_(std::move(micro)), cl_(cl), o_(o), so_(so), p_(p), k_(k), bp_(bp), key_{int(p), int(k)} {
+    const std::size_t P = std::size_t(p);
     rep_of_.resize(P);
-    std::vector<std::size_t> reps;
     for (std::size_t s = 0; s < P; ++s) {
-      rep_of_[s] = reps.size();
-      for (std::size_t r = 0; r < reps.size(); ++r) {
-        const std::size_t t = reps[r];
+      rep_of_[s] = reps_.size();
+      for (std::size_t r = 0; r < reps_.size(); ++r) {
+        const std::size_t t = reps_[r];
         if (bp.layers[t] == bp.layers[s] && (t == 0) == (s == 0) && (t + 1 == P) == (s + 1 == P)) rep_of_[s] = r;
       }
-      if (rep_of_[s] == reps.size()) reps.push_back(s);
+      if (rep_of_[s] == reps_.size()) reps_.push_back(s);
     }
-    sends_ = pipeline_sends(micro, cl, p, bp.starts, o.build.prec);
-    for (std::size_t s : reps) {
-      res_->push_back(build_stage(micro, bp.starts[s], s + 1 < P ? bp.starts[s + 1] : n, cl, o, k, p, index_t(s)));
-      jr_.build_seconds += res_->back().build_seconds;
-    }
-    C_ = res_->size();
+    sends_ = pipeline_sends(micro_, cl, p, bp.starts, o.build.prec);
+    C_ = reps_.size();
+    res_->resize(C_);
     setups_->resize(C_);
     reg_.sends = sends_;
     reg_.time = floor;
@@ -79,32 +75,34 @@ class balanced_job {
     if (!o_.skip_by_bounds) return false;
     const auto tb = std::chrono::steady_clock::now();
     u_ = known ? known() : std::vector<known_point>{};
-    // node minima first, then node and edge minima (no search)
-    for (const bool edges : {false, true}) {
-      cost_t nm = 0, nt = 0;
-      for (auto& r : *res_) {
-        const strategy_cost c = stage_minima_corner(*r.sp, so_.memory_limit, edges);
-        nm = std::max(nm, c.memory);
-        nt = std::max(nt, c.time);
-        if (nm == nothing_fits) break;
-      }
-      if (nm == nothing_fits) {  // (stage_minima_corner: also when above the limit)
-        jr_.skipped = jr_.over_limit = jr_.by_minima = true;
-        break;
-      }
-      reg_.memory = std::max(reg_.memory, nm);
-      reg_.time = std::max(reg_.time, nt + sends_);
-      if (!edges) {
-        slopes_ = fixed_slopes(nt, nm, so_.memory_limit);
-        for (const double w : slopes_) reg_.lines.push_back({w, 0});
-      }
-      for (auto& r : *res_) {
-        const auto s = stage_minima_lines(*r.sp, slopes_, so_.memory_limit, edges);
-        for (std::size_t i = 0; i < region_slopes; ++i) reg_.lines[i].s = std::max(reg_.lines[i].s, s[i]);
-      }
-      if (covered()) {
-        jr_.skipped = jr_.by_minima = true;
-        break;
+    // The minima, class by class (each class's stage problem is built when first needed):
+    // node minima, then node and edge minima (no search). The classes taken so far give a
+    // region that holds the whole job's, tested after each step, so a job their minima
+    // cover builds no more of its classes. The fixed slopes come from the first class's
+    // node minima.
+    for (std::size_t c = 0; c < C_ && !jr_.skipped; ++c) {
+      const stage_problem& sp = *cls(c).sp;
+      for (const bool edges : {false, true}) {
+        const strategy_cost m = stage_minima_corner(sp, so_.memory_limit, edges);
+        if (m.memory == nothing_fits) {  // (stage_minima_corner: also when above the limit)
+          jr_.skipped = jr_.over_limit = jr_.by_minima = true;
+          break;
+        }
+        reg_.memory = std::max(reg_.memory, m.memory);
+        reg_.time = std::max(reg_.time, m.time + sends_);
+        if (c == 0 && !edges) {
+          slopes_ = fixed_slopes(m.time, m.memory, so_.memory_limit);
+          for (const double w : slopes_) reg_.lines.push_back({w, 0});
+        } else if (edges && covered()) {  // the corner: no pass for the edges' lines
+          jr_.skipped = jr_.by_minima = true;
+          break;
+        }
+        const auto l = stage_minima_lines(sp, slopes_, so_.memory_limit, edges);
+        for (std::size_t i = 0; i < region_slopes; ++i) reg_.lines[i].s = std::max(reg_.lines[i].s, l[i]);
+        if (covered()) {
+          jr_.skipped = jr_.by_minima = true;
+          break;
+        }
       }
     }
     // The scalar searches go class by class, and after each the region is tested again
@@ -157,7 +155,8 @@ class balanced_job {
     };
     std::vector<acc_point> acc;
     for (std::size_t r = 0; r < C_; ++r) {
-      solve_stage((*res_)[r], setup(r), so_);
+      const stage_setup& st = setup(r);  // (builds the class)
+      solve_stage((*res_)[r], st, so_);
       jr_.count((*res_)[r], false);
       const auto& pts = (*res_)[r].fr.points;
       std::vector<acc_point> next;
@@ -232,7 +231,21 @@ class balanced_job {
     if (!st[c]) st[c] = stage_setup_of(*res[c].sp, mode);
     return *st[c];
   }
-  const stage_setup& setup(std::size_t c) { return setup_in(*res_, *setups_, o_.mode, c); }
+  const stage_setup& setup(std::size_t c) {
+    cls(c);
+    return setup_in(*res_, *setups_, o_.mode, c);
+  }
+  /// Stage class c, its problem built when first asked for.
+  stage_result& cls(std::size_t c) {
+    stage_result& r = (*res_)[c];
+    if (!r.sp) {
+      const std::size_t s = reps_[c], P = std::size_t(p_);
+      r = build_stage(micro_, bp_.starts[s], s + 1 < P ? bp_.starts[s + 1] : g_.ops.size(), cl_, o_, k_, p_,
+                      index_t(s));
+      jr_.build_seconds += r.build_seconds;
+    }
+    return r;
+  }
   static double since(std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
   }
@@ -240,15 +253,17 @@ class balanced_job {
   // without a point of no more memory than the job's least, nothing can cover it
   bool gate() const { return !u_.empty() && u_.front().memory <= reg_.memory; }
   bool next_memory() {
-    reg_.memory = std::max(reg_.memory, least_stage_memory(*(*res_)[mem_done_].sp, setup(mem_done_), so_.memory_limit,
-                                                           so_.max_bytes));
+    const stage_setup& st = setup(mem_done_);
+    reg_.memory =
+        std::max(reg_.memory, least_stage_memory(*(*res_)[mem_done_].sp, st, so_.memory_limit, so_.max_bytes));
     ++mem_done_;
     jr_.over_limit = reg_.memory == nothing_fits || reg_.memory > so_.memory_limit;
     return !jr_.over_limit;
   }
   void next_time() {
     const std::size_t i = C_ - 1 - time_done_++;
-    reg_.time = std::max(reg_.time, least_stage_time(*(*res_)[i].sp, setup(i), so_.max_bytes) + sends_);
+    const stage_setup& st = setup(i);
+    reg_.time = std::max(reg_.time, least_stage_time(*(*res_)[i].sp, st, so_.max_bytes) + sends_);
   }
   // Scalar lines (up to max_lines), each at the fixed slope nearest to that of u where the
   // region is not yet covered, the largest over the classes, the region tested after each
@@ -269,7 +284,8 @@ class balanced_job {
       line_searched_[at] = true;
       const cost_t before = reg_.least_time_at(c.at);
       for (std::size_t i = 0; i < C_ && !jr_.skipped; ++i) {
-        reg_.lines[at].s = std::max(reg_.lines[at].s, stage_line(*(*res_)[i].sp, setup(i), slopes_[at], so_.max_bytes));
+        const stage_setup& st = setup(i);
+        reg_.lines[at].s = std::max(reg_.lines[at].s, stage_line(*(*res_)[i].sp, st, slopes_[at], so_.max_bytes));
         jr_.skipped = i + 1 < C_ && covered();
       }
       if (!jr_.skipped && reg_.least_time_at(c.at) == before) break;
@@ -277,13 +293,14 @@ class balanced_job {
   }
 
   const op_graph& g_;
+  op_graph micro_;
   cluster cl_;
   const pipeline_options& o_;
   solve_options so_;
   index_t p_, k_;
   balanced_partition bp_;
   std::pair<int, int> key_;
-  std::vector<std::size_t> rep_of_;
+  std::vector<std::size_t> rep_of_, reps_;  ///< the class of each stage; each class's first stage
   std::shared_ptr<std::vector<stage_result>> res_ = std::make_shared<std::vector<stage_result>>();
   std::shared_ptr<setups> setups_ = std::make_shared<setups>();
   std::size_t C_ = 0, mem_done_ = 0, time_done_ = 0;

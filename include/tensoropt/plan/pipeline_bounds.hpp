@@ -314,7 +314,8 @@ inline cost_t stage_line(const stage_problem& sp, const stage_setup& st, double 
 /// e's other end (an entry of time at or above the cap is not admitted): a lower bound of
 /// f summed over any strategy the stage search keeps (see the file comment, "node and
 /// edge minima"). `inf` when some node admits nothing; sums saturate at `inf`. f gives N
-/// values (std::array<V, N>), each minimized on its own in the same pass over the entries.
+/// values (std::array<V, N>), each minimized on its own in the same pass over the entries;
+/// each must not fall as time or memory grows (a row's least is then on its staircase).
 template <std::size_t N, class V, class F>
 std::array<V, N> stage_minima(const stage_problem& sp, cost_t memory_limit, bool edges, F f, V inf) {
   using vec = std::array<V, N>;
@@ -329,6 +330,7 @@ std::array<V, N> stage_minima(const stage_problem& sp, cost_t memory_limit, bool
   std::vector<std::vector<vec>> extra(q.nodes.size());
   for (std::size_t u = 0; u < q.nodes.size(); ++u) extra[u].assign(q.nodes[u].configs.size(), vec{});
   std::vector<char> ok;
+  std::vector<std::pair<cost_t, cost_t>> stair;  // a row's staircase of (time, memory)
   for (std::size_t i = 0; edges && i < q.edges.size(); ++i) {
     const auto& e = q.edges[i];
     const auto& cu = q.nodes[std::size_t(e.from)].configs;
@@ -338,13 +340,44 @@ std::array<V, N> stage_minima(const stage_problem& sp, cost_t memory_limit, bool
     auto& x = extra[std::size_t(e.from)];
     for (std::size_t a = 0; a < cu.size(); ++a) {
       if (!admitted(cu[a]) || x[a][0] == inf) continue;
+      // f is monotone in time and memory, so its least over the row is the least over the
+      // row's staircase (its entries no other entry is at most in both), which holds a
+      // few distinct entries where the row has hundreds: f runs on those only
       vec best = none;
+      auto take = [&](const std::pair<cost_t, cost_t>& q) {
+        const vec v = f(q.first, q.second);
+        for (std::size_t j = 0; j < N; ++j) best[j] = std::min(best[j], v[j]);
+      };
+      if constexpr (N <= 2) {  // f costs less than building the staircase
+        for (std::size_t b = 0; b < cw.size(); ++b) {
+          const std::size_t at = a * cw.size() + b;
+          if (!ok[b] || e.time[at] >= cap) continue;
+          const vec v = f(e.time[at], e.memory[at]);
+          for (std::size_t j = 0; j < N; ++j) best[j] = std::min(best[j], v[j]);
+        }
+        for (std::size_t j = 0; j < N; ++j) x[a][j] = add(x[a][j], best[j]);
+        continue;
+      }
+      stair.clear();
       for (std::size_t b = 0; b < cw.size(); ++b) {
         const std::size_t at = a * cw.size() + b;
-        if (!ok[b] || e.time[at] >= cap) continue;
-        const vec v = f(e.time[at], e.memory[at]);
-        for (std::size_t j = 0; j < N; ++j) best[j] = std::min(best[j], v[j]);
+        const cost_t t = e.time[at], m = e.memory[at];
+        if (!ok[b] || t >= cap) continue;
+        bool covered = false;
+        for (const auto& q : stair)
+          if (q.first <= t && q.second <= m) {
+            covered = true;
+            break;
+          }
+        if (covered) continue;
+        std::erase_if(stair, [&](const std::pair<cost_t, cost_t>& q) { return t <= q.first && m <= q.second; });
+        if (stair.size() == 16) {  // a long staircase: take what it holds and start again
+          for (const auto& q : stair) take(q);
+          stair.clear();
+        }
+        stair.push_back({t, m});
       }
+      for (const auto& q : stair) take(q);
       for (std::size_t j = 0; j < N; ++j) x[a][j] = add(x[a][j], best[j]);
     }
   }
