@@ -157,9 +157,11 @@ class eliminator : factor_store {
         classed[v] = !class_[v].empty();
         late[v] = !kept_[v] && classed[v];
       }
-    elimination_order planned = std::is_constant_evaluated()
-                                    ? plan_elimination(factors_, dom_, kept_, late, classed)
-                                    : plan_elimination_memo(factors_, dom_, kept_, late, classed);
+    // An if, not ?: : GCC 12's constant evaluator rejects the conditional's temporaries
+    // ("use of allocated storage after deallocation"; test/static/plan_constexpr_frontier).
+    elimination_order planned;
+    if (std::is_constant_evaluated()) planned = plan_elimination(factors_, dom_, kept_, late, classed);
+    else planned = plan_elimination_memo(factors_, dom_, kept_, late, classed);
     order_ = std::move(planned.order);
     prune_ = std::move(planned.prune);
     const std::size_t depth = planned.depth;
