@@ -107,6 +107,9 @@ struct repeated_bounds {
   /// (plan/job_bounds.hpp). Taking it here rather than before the search lets the coarse
   /// per-layer solves run while the other searches are still to hand on their points.
   std::function<std::string(const std::vector<frontier::point>&)> skip_if;
+  /// With `known` and skip_epsilon: the most scalar searches of the layer (lines) the test
+  /// before the coarse solves takes (detail/repeated_tables.hpp, layouts_covered_by_lines).
+  std::size_t max_lines = 12;
 };
 
 namespace detail {
@@ -181,39 +184,52 @@ inline frontier_result solve_repeated_split(const problem& p, const repeated_blo
     return r;
   };
   // The whole search is skipped before its exact per-layer solves when the known points lie
-  // within (1 + epsilon) of every layout's lower bound from coarse tables
-  // (detail/repeated_tables.hpp); it then guarantees nothing to the others.
-  if (bounds.known && bounds.skip_epsilon > inner.epsilon) {
-    solve_options co = o;
-    co.epsilon = bounds.skip_epsilon;
-    // First T's coarse tables alone, with A and Z below one corner (their least time and
-    // least memory, exact scalar searches): the layer's table is what M multiplies; A's and
-    // Z's coarse tables are solved only when that test fails.
-    detail::repeated_tables cp;
-    detail::solve_parts(p, rb, s, co, true, detail::part_t, cp);
+  // within (1 + epsilon) of a lower bound of every layout (detail/repeated_tables.hpp); it
+  // then guarantees nothing to the others. First from scalar searches alone (A and Z below
+  // one corner, their least time and least memory; T(b) below its least time and memory
+  // and lines taken where the known points ask for them), then, where the inner solves are
+  // finer than skip_epsilon, from coarse tables: T's alone with the corner, then A's and
+  // Z's too.
+  if (bounds.known) {
+    std::vector<int> rt;
+    const auto ts = detail::t_subproblem_of(p, rb, s, true, rt);
     const auto corner = detail::ends_corner(p, rb, s);
+    const auto tmin = detail::t_scalar_per_layout(ts, s, max_bytes, [](cost_t t, cost_t) { return t; });
+    const auto mmin = detail::t_scalar_per_layout(ts, s, max_bytes, [](cost_t, cost_t m) { return m; });
     take_known();
     if (!skip_reason.empty()) return skip_whole(skip_reason, true);
-    char e[32];
-    std::snprintf(e, sizeof e, "%g", bounds.skip_epsilon);
-    std::string by;
-    if (cp.t.note.empty() && detail::layouts_covered_by_t(detail::t_per_layout(cp.t, s), corner, bounds.skip_epsilon,
-                                                          M, others, limit, o.epsilon)) {
-      by = "the layer's per-layer solve at epsilon " + std::string(e) + ", the ends below their least time and memory";
-    } else {
-      detail::solve_parts(p, rb, s, co, true, detail::part_a | detail::part_z, cp);
-      if (cp.a.note.empty() && cp.t.note.empty() && cp.z.note.empty() &&
-          detail::layouts_covered(detail::per_layout(cp, s), bounds.skip_epsilon, M, others, limit, o.epsilon))
-        by = "per-layer solves at epsilon " + std::string(e);
-    }
-    if (!by.empty())
+    std::size_t lines = 0;
+    const bool by_lines = detail::layouts_covered_by_lines(ts, s, corner, tmin, mmin, M, others, limit, o.epsilon,
+                                                           max_bytes, bounds.max_lines, lines);
+    if (by_lines)
       return skip_whole("fast mode, skipped before its per-layer solves: points of other searches lie within "
-                        "(1 + epsilon) of a lower bound of every boundary layout (" + by +
-                            ", composed by the convex bound)",
+                        "(1 + epsilon) of a lower bound of every boundary layout (the layer's scalar searches: "
+                        "least time, least memory and " + std::to_string(lines) + " line" + (lines == 1 ? "" : "s") +
+                            "; the ends below their least time and memory)",
                         false);
-  } else if (bounds.known) {
-    take_known();
-    if (!skip_reason.empty()) return skip_whole(skip_reason, true);
+    if (bounds.skip_epsilon > inner.epsilon) {
+      solve_options co = o;
+      co.epsilon = bounds.skip_epsilon;
+      detail::repeated_tables cp;
+      detail::solve_parts(p, rb, s, co, true, detail::part_t, cp);
+      char e[32];
+      std::snprintf(e, sizeof e, "%g", bounds.skip_epsilon);
+      std::string by;
+      if (cp.t.note.empty() && detail::layouts_covered_by_t(detail::t_per_layout(cp.t, s), corner,
+                                                            bounds.skip_epsilon, M, others, limit, o.epsilon)) {
+        by = "the layer's per-layer solve at epsilon " + std::string(e) + ", the ends below their least time and memory";
+      } else {
+        detail::solve_parts(p, rb, s, co, true, detail::part_a | detail::part_z, cp);
+        if (cp.a.note.empty() && cp.t.note.empty() && cp.z.note.empty() &&
+            detail::layouts_covered(detail::per_layout(cp, s), bounds.skip_epsilon, M, others, limit, o.epsilon))
+          by = "per-layer solves at epsilon " + std::string(e);
+      }
+      if (!by.empty())
+        return skip_whole("fast mode, skipped before its per-layer solves: points of other searches lie within "
+                          "(1 + epsilon) of a lower bound of every boundary layout (" + by +
+                              ", composed by the convex bound)",
+                          false);
+    }
   }
   const auto parts = detail::repeated_parts(p, rb, s, inner, true);
   const auto& fa = parts.a;

@@ -29,8 +29,22 @@
 // above it, so corner (+) M lower_hull(T_c / (1 + e_c)) lies below every exact point of
 // every layout, and when the known points cover it the search is skipped having solved one
 // table of three. Only when that fails are A's and Z's coarse tables solved for the test
-// above. On gpt3-39b (8 x 8 V100-16GB, epsilon 0.01) the first step skips k = 4 to 32 and
-// the second k = 64.
+// above. On gpt3-39b (8 x 8 V100-16GB, epsilon 0.01) the first step skipped k = 4 to 32
+// and the second k = 64.
+//
+// Before both, scalar searches alone (`layouts_covered_by_lines`): T(b) lies at or above
+// its least time and least memory and above lines memory + w time >= s_w(b), each the
+// least of memory + w time over T(b)'s strategies, found for every layout at once by one
+// search whose frontiers are single points (every cost moved into memory). Supporting
+// lines add under Minkowski sums (the least of a sum is the sum of the least), so every
+// point of A(b) (+) T(b)^M (+) Z(b) lies in the region of the corner plus M times T(b)'s
+// bounds, and the search is skipped when the known points cover that region within
+// (1 + slack). Slopes by the sandwich rule: where the region is not covered, the chord
+// between the two strategies of T(b) found so far (each search gives one) whose memories
+// straddle the point; a slope searched already means the hull has that edge there, so no
+// line lifts the region and the test fails. It needs no coarse solve, so it runs at
+// every epsilon; on gpt3-39b it skips k = 4 to 32, on megatron-1t (epsilon 0.05, where
+// the coarse test does not run) k = 1 to 16, 48 and 256 to 1024.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -85,35 +99,60 @@ inline std::pair<problem, problem> ends_problems(const problem& p, const repeate
   return {subproblem(p, s.a_nodes, -1, s.reps, p.memory_offset, ra), fed_subproblem(p, s.z_nodes, olast, s.reps, rz)};
 }
 
+/// T's subproblem (one middle layer fed by a copy of the layer before's boundary node),
+/// its kept nodes (the copy and o_1), their layout classes and, with `diagonal`, the
+/// positions tied to the boundary's layout (the stream), as solve_parts searches it.
+struct t_subproblem {
+  problem q;
+  std::vector<int> keep;
+  std::vector<std::vector<int>> classes;
+  std::vector<std::pair<int, std::vector<int>>> tied;
+};
+inline t_subproblem t_subproblem_of(const problem& p, const repeated_block& rb, const repeated_split& s, bool diagonal,
+                                    std::vector<int>& rt) {
+  const int o0 = rb.instances[0][std::size_t(s.boundary)];
+  const int o1 = rb.instances[1][std::size_t(s.boundary)];
+  t_subproblem out;
+  out.q = fed_subproblem(p, rb.instances[1], o0, s.reps, rt);
+  out.keep = {0, local_index(rt, o1)};
+  // the boundary nodes group their configs by layout class (s.group), so every
+  // layout-config of o_0 and o_1 lies in one class, as per_layout reads them
+  out.classes = {{}, s.group};
+  if (diagonal) {
+    std::vector<int> copy_class(s.reps.size());
+    for (std::size_t b = 0; b < copy_class.size(); ++b) copy_class[b] = int(b);
+    out.classes[0] = copy_class;
+    for (std::size_t j : stream_positions(p, rb, s)) out.tied.push_back({local_index(rt, rb.instances[1][j]), s.group});
+  }
+  return out;
+}
+
 /// Solves the tables of `p` split by `s` with options `o` that `parts` names, into `out`
 /// (the others are left as they are); `diagonal`: T only where its input and output take one
 /// layout (fast mode's restriction).
 inline void solve_parts(const problem& p, const repeated_block& rb, const repeated_split& s, const solve_options& o,
                         bool diagonal, unsigned parts, repeated_tables& out) {
   const int o0 = rb.instances[0][std::size_t(s.boundary)];
-  const int o1 = rb.instances[1][std::size_t(s.boundary)];
   const auto [pa, qz] = ends_problems(p, rb, s, out.ra, out.rz);
-  const problem qt = fed_subproblem(p, rb.instances[1], o0, s.reps, out.rt);
   const auto local = local_index;
-  // the boundary nodes group their configs by layout class (s.group), so every
-  // layout-config of o_0 and o_1 lies in one class, as per_layout reads them
-  std::vector<std::vector<int>> t_classes{{}, s.group}, a_classes{s.group}, z_classes;
-  std::vector<std::pair<int, std::vector<int>>> a_tied, t_tied, z_tied;
+  std::vector<std::vector<int>> a_classes{s.group}, z_classes;
+  std::vector<std::pair<int, std::vector<int>>> a_tied, z_tied;
   if (diagonal) {
     std::vector<int> copy_class(s.reps.size());
     for (std::size_t b = 0; b < copy_class.size(); ++b) copy_class[b] = int(b);
-    t_classes[0] = copy_class;
     // the stream: the positions held to the boundary's layout (repeated_block::kin)
     const std::size_t L = rb.instances.size();
     for (std::size_t j : stream_positions(p, rb, s)) {
       a_tied.push_back({local(out.ra, rb.instances[0][j]), s.group});
-      t_tied.push_back({local(out.rt, rb.instances[1][j]), s.group});
       z_tied.push_back({local(out.rz, rb.instances[L - 1][j]), s.group});
     }
     if (!z_tied.empty()) z_classes = {copy_class};
   }
   if (parts & part_a) out.a = solve_conditioned(pa, {local(out.ra, o0)}, o, a_classes, a_tied);
-  if (parts & part_t) out.t = solve_conditioned(qt, {0, local(out.rt, o1)}, o, t_classes, t_tied);
+  if (parts & part_t) {
+    const t_subproblem t = t_subproblem_of(p, rb, s, diagonal, out.rt);
+    out.t = solve_conditioned(t.q, t.keep, o, t.classes, t.tied);
+  }
   if (parts & part_z) out.z = solve_conditioned(qz, {0}, o, z_classes, z_tied);
 }
 
@@ -255,6 +294,180 @@ inline bool layouts_covered(const layout_tables& coarse, double e, std::size_t m
     if (coarse.a[b].empty() || coarse.t[b].empty() || coarse.z[b].empty()) continue;
     const auto chain = powered_chain(lowered(coarse.a[b], e), lowered(coarse.t[b], e), lowered(coarse.z[b], e), m);
     if (!covers_chain(known, chain, limit, slack)) return false;
+  }
+  return true;
+}
+
+/// A scalar search's least value for one layout and the time and memory of a strategy
+/// that takes it (value -1: no strategy holds the layout).
+struct scalar_min {
+  cost_t value = -1, time = 0, memory = 0;
+};
+
+/// The least of f(time, memory) summed over a strategy of T(b), for every layout b (T's
+/// subproblem `t` as t_subproblem_of gives it, diagonal), and a strategy taking it: every
+/// config and edge costs f in memory and nothing in time, so each cell of the conditioned
+/// search is one point (a scalar search, one pass per cell). f must be >= 0 and each of
+/// its values at most max_problem_cost / (t_terms + 1) (so no sum leaves the range;
+/// callers cap it).
+template <class Weigh>
+std::vector<scalar_min> t_scalar_per_layout(const t_subproblem& t, const repeated_split& s, std::size_t max_bytes,
+                                            Weigh f) {
+  problem q;
+  q.memory_offset = f(cost_t(0), t.q.memory_offset);
+  q.nodes.resize(t.q.nodes.size());
+  for (std::size_t i = 0; i < q.nodes.size(); ++i) {
+    const auto& from = t.q.nodes[i].configs;
+    auto& cs = q.nodes[i].configs;
+    cs.resize(from.size());
+    for (std::size_t c = 0; c < cs.size(); ++c) cs[c].memory = f(from[c].time, from[c].memory);
+  }
+  q.edges.resize(t.q.edges.size());
+  for (std::size_t i = 0; i < q.edges.size(); ++i) {
+    const auto& e = t.q.edges[i];
+    auto& g = q.edges[i];
+    g.from = e.from;
+    g.to = e.to;
+    g.time.assign(e.time.size(), 0);
+    g.memory.resize(e.memory.size());
+    for (std::size_t x = 0; x < e.time.size(); ++x) g.memory[x] = f(e.time[x], e.memory[x]);
+  }
+  solve_options so;
+  so.max_bytes = max_bytes;
+  const conditioned_frontier cf = solve_conditioned(q, t.keep, so, t.classes, t.tied);
+  const std::size_t nb = s.reps.size(), mo = cf.dims[1];
+  std::vector<scalar_min> out(nb);
+  std::vector<int> choice;
+  for (std::size_t b = 0; b < nb; ++b) {
+    const std::size_t bt = copy_cell(cf, b);
+    std::size_t best_cell = 0, best = cf.pts.size();
+    for (std::size_t d = 0; d < mo; ++d) {
+      if (std::size_t(s.group[std::size_t(cf.configs[1][d][0])]) != b) continue;
+      const std::size_t c = bt * mo + d;
+      for (std::size_t i = cf.start[c]; i < cf.start[c + 1]; ++i)
+        if (best == cf.pts.size() || cf.pts[i].memory < cf.pts[best].memory) {
+          best = i;
+          best_cell = c;
+        }
+    }
+    if (best == cf.pts.size()) continue;
+    out[b].value = cf.pts[best].memory;
+    // the strategy (its kept nodes from the cell where the trace leaves them open)
+    choice.assign(q.nodes.size(), -1);
+    cf.tr.recover(cf.pts[best].tag, choice);
+    if (choice[std::size_t(t.keep[0])] < 0) choice[std::size_t(t.keep[0])] = cf.configs[0][best_cell / mo][0];
+    if (choice[std::size_t(t.keep[1])] < 0) choice[std::size_t(t.keep[1])] = cf.configs[1][best_cell % mo][0];
+    if (std::none_of(choice.begin(), choice.end(), [](int c) { return c < 0; })) {
+      const strategy_cost c = cost_of(t.q, choice);
+      out[b].time = c.time;
+      out[b].memory = c.memory;
+    }
+  }
+  return out;
+}
+
+/// The terms of a scalar search of T (its nodes, its edges and its offset): each rounds
+/// w t down by less than one.
+inline std::size_t t_terms(const t_subproblem& t) { return t.q.nodes.size() + t.q.edges.size() + 1; }
+
+/// A region below every point of A(b) (+) T(b)^m (+) Z(b): time >= t0, memory >= m0 and,
+/// for each line (w, s), memory + w time >= s (w in memory units per time unit).
+struct line_region {
+  cost_t t0 = 0, m0 = 0;
+  struct line {
+    long double w, s;
+  };
+  std::vector<line> lines;
+  /// A lower bound of the time of the region's points of memory at most m.
+  long double least_time_at(cost_t m) const {
+    long double t = (long double)(t0);
+    for (const line& l : lines)
+      if (l.w > 0 && l.s > (long double)(m)) t = std::max(t, (l.s - (long double)(m)) / l.w);
+    return t;
+  }
+};
+
+/// The memory of a point of `r` within `limit` that `known` (a staircase) does not cover
+/// within (1 + slack), or -1 when it covers every one. The region's least time at m only
+/// falls as m grows and the known best time changes only at known points, so the region's
+/// least memory, the memories just below the known points and the limit are the ones to
+/// check.
+inline cost_t region_uncovered(const std::vector<candidate>& known, const line_region& r, cost_t limit, double slack) {
+  if (r.m0 > limit) return -1;
+  auto uncovered = [&](cost_t m) {
+    auto it = std::upper_bound(known.begin(), known.end(), m, [](cost_t x, const candidate& c) { return x < c.memory; });
+    if (it == known.begin()) return true;
+    return (long double)(std::prev(it)->time) > r.least_time_at(m) * (1 + (long double)(slack)) * (1 - 1e-12L);
+  };
+  if (uncovered(r.m0)) return r.m0;
+  for (const auto& k : known)
+    if (k.memory > r.m0 && k.memory - 1 <= limit && uncovered(k.memory - 1)) return k.memory - 1;
+  return uncovered(limit) ? limit : -1;
+}
+
+/// Whether the known points cover, within (1 + slack), every exact point of every layout's
+/// A (+) T(b)^m (+) Z(b) up to `limit`, judged from scalar searches of T alone (no
+/// frontier is built): A and Z lie at or above one corner (`ends`, ends_corner), T(b) at
+/// or above its least time and least memory (`tmin`, `mmin`) and above lines
+/// memory + w time >= s_w(b) (one scalar search of T per slope w, for all layouts at
+/// once). Supporting lines add under Minkowski sums, so every point of layout b lies in
+/// line_region{ends.time + m tmin(b), ends.memory + m mmin(b), {(w, ends.memory + w
+/// ends.time + m (s_w(b) - terms))}} (terms: the rounding of w t). Slopes by the sandwich
+/// rule: where layout b's region is not covered, the slope of the chord between the two
+/// strategies of T(b) found so far (the least time's, the least memory's and each line's)
+/// whose memories straddle that point; the line of that slope touches the hull between
+/// them, and where it does not lift the region there (the hull has that edge) no line
+/// will, so the test fails. At most `max_lines` searches; `lines` returns how many.
+inline bool layouts_covered_by_lines(const t_subproblem& t, const repeated_split& s, const candidate& ends,
+                                     const std::vector<scalar_min>& tmin, const std::vector<scalar_min>& mmin,
+                                     std::size_t m, const std::vector<candidate>& known, cost_t limit, double slack,
+                                     std::size_t max_bytes, std::size_t max_lines, std::size_t& lines) {
+  lines = 0;
+  if (known.empty() || m == 0) return false;
+  const std::size_t nb = tmin.size();
+  std::vector<line_region> region(nb);
+  std::vector<std::vector<scalar_min>> found(nb);  // strategies of T(b) on its hull
+  std::vector<bool> live(nb, false);
+  for (std::size_t b = 0; b < nb; ++b) {
+    if (tmin[b].value < 0 || mmin[b].value < 0) continue;  // no strategy holds b
+    region[b].t0 = ends.time + cost_t(m) * tmin[b].value;
+    region[b].m0 = ends.memory + cost_t(m) * mmin[b].value;
+    found[b] = {tmin[b], mmin[b]};
+    live[b] = true;
+  }
+  const std::size_t terms = t_terms(t);
+  const long double most = (long double)(max_problem_cost) / (long double)(terms + 1);
+  std::vector<long double> slopes;
+  for (std::size_t b = 0; b < nb; ++b) {
+    if (!live[b]) continue;
+    while (true) {
+      const cost_t at = region_uncovered(known, region[b], limit, slack);
+      if (at < 0) break;
+      if (lines >= max_lines) return false;
+      // the chord of T(b)'s strategies found around `at` (in T(b)'s memory)
+      const long double x = ((long double)(at) - (long double)(ends.memory)) / (long double)(m);
+      const scalar_min* lo = nullptr;
+      const scalar_min* hi = nullptr;
+      for (const auto& f : found[b]) {
+        if ((long double)(f.memory) <= x && (!lo || f.memory > lo->memory)) lo = &f;
+        if ((long double)(f.memory) > x && (!hi || f.memory < hi->memory)) hi = &f;
+      }
+      if (!lo || !hi || lo->time <= hi->time) return false;  // at or past the least time: exact there
+      const long double w = (long double)(hi->memory - lo->memory) / (long double)(lo->time - hi->time);
+      if (std::any_of(slopes.begin(), slopes.end(), [w](long double v) { return std::fabs(v - w) <= 1e-9L * w; }))
+        return false;  // searched already: the hull has this edge, no line lifts the region here
+      slopes.push_back(w);
+      ++lines;
+      const auto sw = t_scalar_per_layout(t, s, max_bytes, [w, most](cost_t tt, cost_t mm) {
+        return cost_t(std::min(most, (long double)(mm) + std::floor(w * (long double)(tt))));
+      });
+      for (std::size_t c = 0; c < nb; ++c) {
+        if (!live[c] || sw[c].value < 0) continue;
+        const long double sc = (long double)(sw[c].value) - (long double)(terms);
+        region[c].lines.push_back({w, (long double)(ends.memory) + w * (long double)(ends.time) + (long double)(m) * sc});
+        found[c].push_back(sw[c]);
+      }
+    }
   }
   return true;
 }
