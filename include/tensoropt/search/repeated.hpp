@@ -185,33 +185,28 @@ inline frontier_result solve_repeated_split(const problem& p, const repeated_blo
   };
   // The whole search is skipped before its exact per-layer solves when the known points lie
   // within (1 + epsilon) of a lower bound of every layout (detail/repeated_tables.hpp); it
-  // then guarantees nothing to the others. First from scalar searches alone (A and Z below
-  // one corner, their least time and least memory; T(b) below its least time and memory
-  // and lines taken where the known points ask for them), then, where the inner solves are
-  // finer than skip_epsilon, from coarse tables: T's alone with the corner, then A's and
-  // Z's too.
+  // then guarantees nothing to the others. First from scalar searches alone (each layout's
+  // least time, least memory and lines, taken where the known points ask for them), then,
+  // where those ran out of lines and the inner solves are finer than skip_epsilon, from
+  // coarse tables: T's alone with A and Z below one corner, then A's and Z's too.
   if (bounds.known) {
-    std::vector<int> rt;
-    const auto ts = detail::t_subproblem_of(p, rb, s, true, rt);
-    const auto corner = detail::ends_corner(p, rb, s);
-    const auto tmin = detail::t_scalar_per_layout(ts, s, max_bytes, [](cost_t t, cost_t) { return t; });
-    const auto mmin = detail::t_scalar_per_layout(ts, s, max_bytes, [](cost_t, cost_t m) { return m; });
+    const auto scalars = detail::layer_scalars_of(p, rb, s, max_bytes);
     take_known();
     if (!skip_reason.empty()) return skip_whole(skip_reason, true);
     std::size_t lines = 0;
-    const bool by_lines = detail::layouts_covered_by_lines(ts, s, corner, tmin, mmin, M, others, limit, o.epsilon,
-                                                           max_bytes, bounds.max_lines, lines);
-    if (by_lines)
+    const auto by_lines =
+        detail::layouts_covered_by_lines(scalars, s, others, limit, o.epsilon, max_bytes, bounds.max_lines, lines);
+    if (by_lines == detail::lines_outcome::covered)
       return skip_whole("fast mode, skipped before its per-layer solves: points of other searches lie within "
-                        "(1 + epsilon) of a lower bound of every boundary layout (the layer's scalar searches: "
-                        "least time, least memory and " + std::to_string(lines) + " line" + (lines == 1 ? "" : "s") +
-                            "; the ends below their least time and memory)",
+                        "(1 + epsilon) of a lower bound of every boundary layout (scalar searches: least time, "
+                        "least memory and " + std::to_string(lines) + " line" + (lines == 1 ? "" : "s") + ")",
                         false);
-    if (bounds.skip_epsilon > inner.epsilon) {
+    if (by_lines == detail::lines_outcome::undecided && bounds.skip_epsilon > inner.epsilon) {
       solve_options co = o;
       co.epsilon = bounds.skip_epsilon;
       detail::repeated_tables cp;
       detail::solve_parts(p, rb, s, co, true, detail::part_t, cp);
+      const auto corner = detail::ends_corner(p, rb, s);
       char e[32];
       std::snprintf(e, sizeof e, "%g", bounds.skip_epsilon);
       std::string by;

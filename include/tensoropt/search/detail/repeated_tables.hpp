@@ -32,21 +32,25 @@
 // above. On gpt3-39b (8 x 8 V100-16GB, epsilon 0.01) the first step skipped k = 4 to 32
 // and the second k = 64.
 //
-// Before both, scalar searches alone (`layouts_covered_by_lines`): T(b) lies at or above
-// its least time and least memory and above lines memory + w time >= s_w(b), each the
-// least of memory + w time over T(b)'s strategies, found for every layout at once by one
-// search whose frontiers are single points (every cost moved into memory). Supporting
-// lines add under Minkowski sums (the least of a sum is the sum of the least), so every
-// point of A(b) (+) T(b)^M (+) Z(b) lies in the region of the corner plus M times T(b)'s
-// bounds, and the search is skipped when the known points cover that region within
-// (1 + slack). Slopes by the sandwich rule: where the region is not covered, the chord
-// between the two strategies of T(b) found so far (each search gives one) whose memories
-// straddle the point; a slope searched already means the hull has that edge there, so no
-// line lifts the region and the test fails. It needs no coarse solve, so it runs at
-// every epsilon; on gpt3-39b it skips k = 4 to 32, on megatron-1t (epsilon 0.05, where
-// the coarse test does not run) k = 1 to 16, 48 and 256 to 1024.
+// Before both, scalar searches alone (`layouts_covered_by_lines`): each of A(b), T(b) and
+// Z(b) is searched for its least time, its least memory and, per slope w, its least of
+// memory + w time, for every layout at once by one search whose frontiers are single
+// points (every cost moved into memory). The least of a sum of independent parts is the
+// sum of their least values, so A(b) (+) T(b)^M (+) Z(b) lies at or above the sums (T's
+// counted M times): a corner and lines memory + w time >= s_w(b) that touch the
+// composition's convex hull. The search is skipped when the known points cover that
+// region within (1 + slack). Slopes by the sandwich rule: where the region is not
+// covered, the chord between the two strategies found so far (each search gives one)
+// whose memories straddle the point; a slope searched already means the hull has that
+// edge there, so the region is the hull at that point and no line lifts it; nor can the
+// coarse tables' chain, which is convex and below every exact point, hence below the
+// hull: the coarse tests run only when the lines run out (`undecided`). The scalar test
+// needs no coarse solve, so it runs at every epsilon: on gpt3-39b (epsilon 0.01) it skips
+// k = 4 to 64, on megatron-1t (epsilon 0.05, where the coarse test does not run) 15 of
+// the 22 counts (k = 1 to 16, 32 to 128 and 256 to 1024).
 #pragma once
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <utility>
@@ -99,30 +103,71 @@ inline std::pair<problem, problem> ends_problems(const problem& p, const repeate
   return {subproblem(p, s.a_nodes, -1, s.reps, p.memory_offset, ra), fed_subproblem(p, s.z_nodes, olast, s.reps, rz)};
 }
 
-/// T's subproblem (one middle layer fed by a copy of the layer before's boundary node),
-/// its kept nodes (the copy and o_1), their layout classes and, with `diagonal`, the
-/// positions tied to the boundary's layout (the stream), as solve_parts searches it.
-struct t_subproblem {
+/// One of the three conditioned searches of a split block: its subproblem, its kept nodes
+/// with their layout classes, the positions tied to the boundary's layout (the stream,
+/// with `diagonal`) and, per kept node, whether its config index is the layout itself
+/// (the copy of a boundary node: one zero-cost config per layout class) or maps to it
+/// through the split's groups (an o node).
+struct conditioned_part {
   problem q;
   std::vector<int> keep;
   std::vector<std::vector<int>> classes;
   std::vector<std::pair<int, std::vector<int>>> tied;
+  std::vector<bool> copy;
+  conditioned_frontier solve(const solve_options& o) const { return solve_conditioned(q, keep, o, classes, tied); }
 };
-inline t_subproblem t_subproblem_of(const problem& p, const repeated_block& rb, const repeated_split& s, bool diagonal,
-                                    std::vector<int>& rt) {
-  const int o0 = rb.instances[0][std::size_t(s.boundary)];
-  const int o1 = rb.instances[1][std::size_t(s.boundary)];
-  t_subproblem out;
-  out.q = fed_subproblem(p, rb.instances[1], o0, s.reps, rt);
-  out.keep = {0, local_index(rt, o1)};
+
+inline std::vector<int> copy_classes(const repeated_split& s) {
+  std::vector<int> c(s.reps.size());
+  for (std::size_t b = 0; b < c.size(); ++b) c[b] = int(b);
+  return c;
+}
+
+/// A (everything before the middle layers), kept: o_0.
+inline conditioned_part a_part_of(const problem& p, const repeated_block& rb, const repeated_split& s, bool diagonal,
+                                  std::vector<int>& ra) {
+  conditioned_part out;
+  out.q = subproblem(p, s.a_nodes, -1, s.reps, p.memory_offset, ra);
+  out.keep = {local_index(ra, rb.instances[0][std::size_t(s.boundary)])};
   // the boundary nodes group their configs by layout class (s.group), so every
   // layout-config of o_0 and o_1 lies in one class, as per_layout reads them
+  out.classes = {s.group};
+  out.copy = {false};
+  if (diagonal)
+    for (std::size_t j : stream_positions(p, rb, s)) out.tied.push_back({local_index(ra, rb.instances[0][j]), s.group});
+  return out;
+}
+
+/// T (one middle layer fed by a copy of the layer before's boundary node), kept: the copy
+/// and o_1.
+inline conditioned_part t_part_of(const problem& p, const repeated_block& rb, const repeated_split& s, bool diagonal,
+                                  std::vector<int>& rt) {
+  const int o0 = rb.instances[0][std::size_t(s.boundary)];
+  const int o1 = rb.instances[1][std::size_t(s.boundary)];
+  conditioned_part out;
+  out.q = fed_subproblem(p, rb.instances[1], o0, s.reps, rt);
+  out.keep = {0, local_index(rt, o1)};
   out.classes = {{}, s.group};
+  out.copy = {true, false};
   if (diagonal) {
-    std::vector<int> copy_class(s.reps.size());
-    for (std::size_t b = 0; b < copy_class.size(); ++b) copy_class[b] = int(b);
-    out.classes[0] = copy_class;
+    out.classes[0] = copy_classes(s);
     for (std::size_t j : stream_positions(p, rb, s)) out.tied.push_back({local_index(rt, rb.instances[1][j]), s.group});
+  }
+  return out;
+}
+
+/// Z (the last layer and the head, fed by a copy of the last middle layer's boundary
+/// node), kept: the copy.
+inline conditioned_part z_part_of(const problem& p, const repeated_block& rb, const repeated_split& s, bool diagonal,
+                                  std::vector<int>& rz) {
+  const std::size_t L = rb.instances.size();
+  conditioned_part out;
+  out.q = fed_subproblem(p, s.z_nodes, rb.instances[L - 2][std::size_t(s.boundary)], s.reps, rz);
+  out.keep = {0};
+  out.copy = {true};
+  if (diagonal) {
+    for (std::size_t j : stream_positions(p, rb, s)) out.tied.push_back({local_index(rz, rb.instances[L - 1][j]), s.group});
+    if (!out.tied.empty()) out.classes = {copy_classes(s)};
   }
   return out;
 }
@@ -132,28 +177,9 @@ inline t_subproblem t_subproblem_of(const problem& p, const repeated_block& rb, 
 /// layout (fast mode's restriction).
 inline void solve_parts(const problem& p, const repeated_block& rb, const repeated_split& s, const solve_options& o,
                         bool diagonal, unsigned parts, repeated_tables& out) {
-  const int o0 = rb.instances[0][std::size_t(s.boundary)];
-  const auto [pa, qz] = ends_problems(p, rb, s, out.ra, out.rz);
-  const auto local = local_index;
-  std::vector<std::vector<int>> a_classes{s.group}, z_classes;
-  std::vector<std::pair<int, std::vector<int>>> a_tied, z_tied;
-  if (diagonal) {
-    std::vector<int> copy_class(s.reps.size());
-    for (std::size_t b = 0; b < copy_class.size(); ++b) copy_class[b] = int(b);
-    // the stream: the positions held to the boundary's layout (repeated_block::kin)
-    const std::size_t L = rb.instances.size();
-    for (std::size_t j : stream_positions(p, rb, s)) {
-      a_tied.push_back({local(out.ra, rb.instances[0][j]), s.group});
-      z_tied.push_back({local(out.rz, rb.instances[L - 1][j]), s.group});
-    }
-    if (!z_tied.empty()) z_classes = {copy_class};
-  }
-  if (parts & part_a) out.a = solve_conditioned(pa, {local(out.ra, o0)}, o, a_classes, a_tied);
-  if (parts & part_t) {
-    const t_subproblem t = t_subproblem_of(p, rb, s, diagonal, out.rt);
-    out.t = solve_conditioned(t.q, t.keep, o, t.classes, t.tied);
-  }
-  if (parts & part_z) out.z = solve_conditioned(qz, {0}, o, z_classes, z_tied);
+  if (parts & part_a) out.a = a_part_of(p, rb, s, diagonal, out.ra).solve(o);
+  if (parts & part_t) out.t = t_part_of(p, rb, s, diagonal, out.rt).solve(o);
+  if (parts & part_z) out.z = z_part_of(p, rb, s, diagonal, out.rz).solve(o);
 }
 
 /// Solves the three tables of `p` split by `s` (see solve_parts).
@@ -304,27 +330,27 @@ struct scalar_min {
   cost_t value = -1, time = 0, memory = 0;
 };
 
-/// The least of f(time, memory) summed over a strategy of T(b), for every layout b (T's
-/// subproblem `t` as t_subproblem_of gives it, diagonal), and a strategy taking it: every
-/// config and edge costs f in memory and nothing in time, so each cell of the conditioned
-/// search is one point (a scalar search, one pass per cell). f must be >= 0 and each of
-/// its values at most max_problem_cost / (t_terms + 1) (so no sum leaves the range;
-/// callers cap it).
+/// The least of f(time, memory) summed over a strategy of `part`, for every layout b (its
+/// kept nodes all in b), and a strategy taking it: every config and edge costs f in
+/// memory and nothing in time, so each cell of the conditioned search is one point (a
+/// scalar search, one pass per cell). f must be >= 0 and each of its values at most
+/// max_problem_cost / (scalar_terms + 1) (so no sum leaves the range; callers cap it).
 template <class Weigh>
-std::vector<scalar_min> t_scalar_per_layout(const t_subproblem& t, const repeated_split& s, std::size_t max_bytes,
-                                            Weigh f) {
+std::vector<scalar_min> scalar_per_layout(const conditioned_part& part, const repeated_split& s,
+                                          std::size_t max_bytes, Weigh f) {
+  const problem& from = part.q;
   problem q;
-  q.memory_offset = f(cost_t(0), t.q.memory_offset);
-  q.nodes.resize(t.q.nodes.size());
+  q.memory_offset = f(cost_t(0), from.memory_offset);
+  q.nodes.resize(from.nodes.size());
   for (std::size_t i = 0; i < q.nodes.size(); ++i) {
-    const auto& from = t.q.nodes[i].configs;
+    const auto& cf = from.nodes[i].configs;
     auto& cs = q.nodes[i].configs;
-    cs.resize(from.size());
-    for (std::size_t c = 0; c < cs.size(); ++c) cs[c].memory = f(from[c].time, from[c].memory);
+    cs.resize(cf.size());
+    for (std::size_t c = 0; c < cs.size(); ++c) cs[c].memory = f(cf[c].time, cf[c].memory);
   }
-  q.edges.resize(t.q.edges.size());
+  q.edges.resize(from.edges.size());
   for (std::size_t i = 0; i < q.edges.size(); ++i) {
-    const auto& e = t.q.edges[i];
+    const auto& e = from.edges[i];
     auto& g = q.edges[i];
     g.from = e.from;
     g.to = e.to;
@@ -334,31 +360,53 @@ std::vector<scalar_min> t_scalar_per_layout(const t_subproblem& t, const repeate
   }
   solve_options so;
   so.max_bytes = max_bytes;
-  const conditioned_frontier cf = solve_conditioned(q, t.keep, so, t.classes, t.tied);
-  const std::size_t nb = s.reps.size(), mo = cf.dims[1];
+  const conditioned_frontier cf = solve_conditioned(q, part.keep, so, part.classes, part.tied);
+  const std::size_t nb = s.reps.size(), kept = part.keep.size();
   std::vector<scalar_min> out(nb);
-  std::vector<int> choice;
-  for (std::size_t b = 0; b < nb; ++b) {
-    const std::size_t bt = copy_cell(cf, b);
-    std::size_t best_cell = 0, best = cf.pts.size();
-    for (std::size_t d = 0; d < mo; ++d) {
-      if (std::size_t(s.group[std::size_t(cf.configs[1][d][0])]) != b) continue;
-      const std::size_t c = bt * mo + d;
+  std::vector<std::size_t> best(nb, cf.pts.size()), best_cell(nb, 0), d(kept);
+  // the config of kept node i in its layout-config dd holding layout b, or -1 (a
+  // layout-config groups configs with equal edge rows: a copy's group may hold several
+  // layouts, an o node's lies in one class)
+  auto config_in = [&](std::size_t i, std::size_t dd, std::size_t b) {
+    for (int c : cf.configs[i][dd])
+      if (std::size_t(part.copy[i] ? c : s.group[std::size_t(c)]) == b) return c;
+    return -1;
+  };
+  for (std::size_t c = 0; c < cf.cells(); ++c) {
+    // the cell's layout-config per kept node (the first kept node varies slowest)
+    std::size_t r = c;
+    for (std::size_t i = kept; i-- > 0;) {
+      d[i] = r % cf.dims[i];
+      r /= cf.dims[i];
+    }
+    for (int c0 : cf.configs[0][d[0]]) {
+      const std::size_t b = std::size_t(part.copy[0] ? c0 : s.group[std::size_t(c0)]);
+      bool all = true;
+      for (std::size_t i = 1; i < kept && all; ++i) all = config_in(i, d[i], b) >= 0;
+      if (!all) continue;
+      auto& x = best[b];
       for (std::size_t i = cf.start[c]; i < cf.start[c + 1]; ++i)
-        if (best == cf.pts.size() || cf.pts[i].memory < cf.pts[best].memory) {
-          best = i;
-          best_cell = c;
+        if (x == cf.pts.size() || cf.pts[i].memory < cf.pts[x].memory) {
+          x = i;
+          best_cell[b] = c;
         }
     }
-    if (best == cf.pts.size()) continue;
-    out[b].value = cf.pts[best].memory;
+  }
+  std::vector<int> choice;
+  for (std::size_t b = 0; b < nb; ++b) {
+    if (best[b] == cf.pts.size()) continue;
+    out[b].value = cf.pts[best[b]].memory;
     // the strategy (its kept nodes from the cell where the trace leaves them open)
     choice.assign(q.nodes.size(), -1);
-    cf.tr.recover(cf.pts[best].tag, choice);
-    if (choice[std::size_t(t.keep[0])] < 0) choice[std::size_t(t.keep[0])] = cf.configs[0][best_cell / mo][0];
-    if (choice[std::size_t(t.keep[1])] < 0) choice[std::size_t(t.keep[1])] = cf.configs[1][best_cell % mo][0];
+    cf.tr.recover(cf.pts[best[b]].tag, choice);
+    std::size_t r = best_cell[b];
+    for (std::size_t i = kept; i-- > 0;) {
+      int& ci = choice[std::size_t(part.keep[i])];
+      if (ci < 0) ci = config_in(i, r % cf.dims[i], b);
+      r /= cf.dims[i];
+    }
     if (std::none_of(choice.begin(), choice.end(), [](int c) { return c < 0; })) {
-      const strategy_cost c = cost_of(t.q, choice);
+      const strategy_cost c = cost_of(from, choice);
       out[b].time = c.time;
       out[b].memory = c.memory;
     }
@@ -366,9 +414,56 @@ std::vector<scalar_min> t_scalar_per_layout(const t_subproblem& t, const repeate
   return out;
 }
 
-/// The terms of a scalar search of T (its nodes, its edges and its offset): each rounds
-/// w t down by less than one.
-inline std::size_t t_terms(const t_subproblem& t) { return t.q.nodes.size() + t.q.edges.size() + 1; }
+/// The terms of a scalar search of `part` (its nodes, its edges and its offset): each
+/// rounds w t down by less than one.
+inline std::size_t scalar_terms(const conditioned_part& part) { return part.q.nodes.size() + part.q.edges.size() + 1; }
+
+/// The scalar searches of a split block's layer and ends, composed per layout b as A(b)
+/// (+) T(b)^m (+) Z(b) composes: a scalar of the composition is the sum of the parts'
+/// (the least of a sum of independent parts is the sum of their least values), and so is
+/// the strategy taking it. `tmin`, `mmin`: the least time and least memory per layout.
+struct layer_scalars {
+  std::array<conditioned_part, 3> parts;  // A, T, Z
+  std::array<cost_t, 3> mult{1, 0, 1};    // T counts m times
+  std::size_t terms = 0;                  // of the composition, counted as mult says
+  std::vector<scalar_min> tmin, mmin;
+};
+
+template <class Weigh>
+std::vector<scalar_min> composed_scalar(const layer_scalars& ls, const repeated_split& s, std::size_t max_bytes,
+                                        Weigh f) {
+  std::vector<scalar_min> out(s.reps.size(), scalar_min{0, 0, 0});
+  for (std::size_t i = 0; i < 3; ++i) {
+    const auto v = scalar_per_layout(ls.parts[i], s, max_bytes, f);
+    for (std::size_t b = 0; b < out.size(); ++b) {
+      if (out[b].value < 0) continue;
+      if (v[b].value < 0) {
+        out[b] = scalar_min{};
+        continue;
+      }
+      out[b].value += ls.mult[i] * v[b].value;
+      out[b].time += ls.mult[i] * v[b].time;
+      out[b].memory += ls.mult[i] * v[b].memory;
+    }
+  }
+  return out;
+}
+
+/// The parts of `p` split by `s` (diagonal, the stream held) and their least time and
+/// least memory per layout.
+inline layer_scalars layer_scalars_of(const problem& p, const repeated_block& rb, const repeated_split& s,
+                                      std::size_t max_bytes) {
+  layer_scalars ls;
+  std::vector<int> remap;
+  ls.parts[0] = a_part_of(p, rb, s, true, remap);
+  ls.parts[1] = t_part_of(p, rb, s, true, remap);
+  ls.parts[2] = z_part_of(p, rb, s, true, remap);
+  ls.mult[1] = cost_t(rb.instances.size() - 2);
+  for (std::size_t i = 0; i < 3; ++i) ls.terms += std::size_t(ls.mult[i]) * scalar_terms(ls.parts[i]);
+  ls.tmin = composed_scalar(ls, s, max_bytes, [](cost_t t, cost_t) { return t; });
+  ls.mmin = composed_scalar(ls, s, max_bytes, [](cost_t, cost_t m) { return m; });
+  return ls;
+}
 
 /// A region below every point of A(b) (+) T(b)^m (+) Z(b): time >= t0, memory >= m0 and,
 /// for each line (w, s), memory + w time >= s (w in memory units per time unit).
@@ -405,71 +500,69 @@ inline cost_t region_uncovered(const std::vector<candidate>& known, const line_r
   return uncovered(limit) ? limit : -1;
 }
 
+/// What layouts_covered_by_lines found: every layout covered; a layout not covered where
+/// its region is its hull (no line can lift it, nor can any bound of the same
+/// strategies that is convex, such as the coarse tables' chain); or the line budget spent.
+enum class lines_outcome { covered, hull_not_covered, undecided };
+
 /// Whether the known points cover, within (1 + slack), every exact point of every layout's
-/// A (+) T(b)^m (+) Z(b) up to `limit`, judged from scalar searches of T alone (no
-/// frontier is built): A and Z lie at or above one corner (`ends`, ends_corner), T(b) at
-/// or above its least time and least memory (`tmin`, `mmin`) and above lines
-/// memory + w time >= s_w(b) (one scalar search of T per slope w, for all layouts at
-/// once). Supporting lines add under Minkowski sums, so every point of layout b lies in
-/// line_region{ends.time + m tmin(b), ends.memory + m mmin(b), {(w, ends.memory + w
-/// ends.time + m (s_w(b) - terms))}} (terms: the rounding of w t). Slopes by the sandwich
-/// rule: where layout b's region is not covered, the slope of the chord between the two
-/// strategies of T(b) found so far (the least time's, the least memory's and each line's)
-/// whose memories straddle that point; the line of that slope touches the hull between
-/// them, and where it does not lift the region there (the hull has that edge) no line
-/// will, so the test fails. At most `max_lines` searches; `lines` returns how many.
-inline bool layouts_covered_by_lines(const t_subproblem& t, const repeated_split& s, const candidate& ends,
-                                     const std::vector<scalar_min>& tmin, const std::vector<scalar_min>& mmin,
-                                     std::size_t m, const std::vector<candidate>& known, cost_t limit, double slack,
-                                     std::size_t max_bytes, std::size_t max_lines, std::size_t& lines) {
+/// A (+) T(b)^m (+) Z(b) up to `limit`, judged from scalar searches alone (no frontier is
+/// built): each layout's composition lies at or above its least time and least memory and
+/// above lines memory + w time >= s_w(b), one composed scalar search per slope w for all
+/// layouts at once, less `terms` for the rounding of w t. Slopes by the sandwich rule:
+/// where layout b's region is not covered, the slope of the chord between the two
+/// strategies found so far (the least time's, the least memory's and each line's) whose
+/// memories straddle that point; that line touches the hull between them, and where the
+/// slope was searched already the hull has that edge there (hull_not_covered). At most
+/// `max_lines` searches (undecided past them); `lines` returns how many.
+inline lines_outcome layouts_covered_by_lines(const layer_scalars& ls, const repeated_split& s,
+                                              const std::vector<candidate>& known, cost_t limit, double slack,
+                                              std::size_t max_bytes, std::size_t max_lines, std::size_t& lines) {
   lines = 0;
-  if (known.empty() || m == 0) return false;
-  const std::size_t nb = tmin.size();
+  if (known.empty()) return lines_outcome::hull_not_covered;
+  const std::size_t nb = ls.tmin.size();
   std::vector<line_region> region(nb);
-  std::vector<std::vector<scalar_min>> found(nb);  // strategies of T(b) on its hull
+  std::vector<std::vector<scalar_min>> found(nb);  // strategies on the composition's hull
   std::vector<bool> live(nb, false);
   for (std::size_t b = 0; b < nb; ++b) {
-    if (tmin[b].value < 0 || mmin[b].value < 0) continue;  // no strategy holds b
-    region[b].t0 = ends.time + cost_t(m) * tmin[b].value;
-    region[b].m0 = ends.memory + cost_t(m) * mmin[b].value;
-    found[b] = {tmin[b], mmin[b]};
+    if (ls.tmin[b].value < 0 || ls.mmin[b].value < 0) continue;  // no strategy holds b
+    region[b].t0 = ls.tmin[b].value;
+    region[b].m0 = ls.mmin[b].value;
+    found[b] = {ls.tmin[b], ls.mmin[b]};
     live[b] = true;
   }
-  const std::size_t terms = t_terms(t);
-  const long double most = (long double)(max_problem_cost) / (long double)(terms + 1);
+  const long double most = (long double)(max_problem_cost) / (long double)(ls.terms + 1);
   std::vector<long double> slopes;
   for (std::size_t b = 0; b < nb; ++b) {
     if (!live[b]) continue;
     while (true) {
       const cost_t at = region_uncovered(known, region[b], limit, slack);
       if (at < 0) break;
-      if (lines >= max_lines) return false;
-      // the chord of T(b)'s strategies found around `at` (in T(b)'s memory)
-      const long double x = ((long double)(at) - (long double)(ends.memory)) / (long double)(m);
       const scalar_min* lo = nullptr;
       const scalar_min* hi = nullptr;
       for (const auto& f : found[b]) {
-        if ((long double)(f.memory) <= x && (!lo || f.memory > lo->memory)) lo = &f;
-        if ((long double)(f.memory) > x && (!hi || f.memory < hi->memory)) hi = &f;
+        if (f.memory <= at && (!lo || f.memory > lo->memory)) lo = &f;
+        if (f.memory > at && (!hi || f.memory < hi->memory)) hi = &f;
       }
-      if (!lo || !hi || lo->time <= hi->time) return false;  // at or past the least time: exact there
+      // at or past the least time's strategy, or before the least memory's: exact there
+      if (!lo || !hi || lo->time <= hi->time) return lines_outcome::hull_not_covered;
       const long double w = (long double)(hi->memory - lo->memory) / (long double)(lo->time - hi->time);
       if (std::any_of(slopes.begin(), slopes.end(), [w](long double v) { return std::fabs(v - w) <= 1e-9L * w; }))
-        return false;  // searched already: the hull has this edge, no line lifts the region here
+        return lines_outcome::hull_not_covered;
+      if (lines >= max_lines) return lines_outcome::undecided;
       slopes.push_back(w);
       ++lines;
-      const auto sw = t_scalar_per_layout(t, s, max_bytes, [w, most](cost_t tt, cost_t mm) {
+      const auto sw = composed_scalar(ls, s, max_bytes, [w, most](cost_t tt, cost_t mm) {
         return cost_t(std::min(most, (long double)(mm) + std::floor(w * (long double)(tt))));
       });
       for (std::size_t c = 0; c < nb; ++c) {
         if (!live[c] || sw[c].value < 0) continue;
-        const long double sc = (long double)(sw[c].value) - (long double)(terms);
-        region[c].lines.push_back({w, (long double)(ends.memory) + w * (long double)(ends.time) + (long double)(m) * sc});
+        region[c].lines.push_back({w, (long double)(sw[c].value) - (long double)(ls.terms)});
         found[c].push_back(sw[c]);
       }
     }
   }
-  return true;
+  return lines_outcome::covered;
 }
 
 }  // namespace tensoropt::detail
