@@ -52,6 +52,30 @@ void check_within(const std::vector<cost_pair>& exact, const to::frontier_result
   }
 }
 
+// Known points near the exact restricted frontier `exact` (about seven in eight of its
+// points, each at base + 0-5 % of its time, some one unit lower in memory), as a staircase.
+std::vector<to::detail::candidate> known_near(const std::vector<cost_pair>& exact, std::mt19937_64& rng, double base) {
+  std::vector<to::detail::candidate> known;
+  for (auto& x : exact)
+    if (rng() % 8 != 0) {
+      const double f = base + 0.01 * double(rng() % 6);
+      known.push_back({to::cost_t(double(x.time) * f), std::max<to::cost_t>(0, x.memory - to::cost_t(rng() % 2)), -1, -1});
+    }
+  to::detail::pareto_filter(known);
+  return known;
+}
+
+// Whether every point of `exact` has a known point with no more memory and at most
+// `within` times its time.
+bool covers_all(const std::vector<to::detail::candidate>& known, const std::vector<cost_pair>& exact, double within) {
+  for (auto& x : exact) {
+    bool in = false;
+    for (auto& k : known) in = in || (k.memory <= x.memory && double(k.time) <= within * double(x.time));
+    if (!in) return false;
+  }
+  return true;
+}
+
 std::vector<cost_pair> costs(const to::frontier_result& r) {
   std::vector<cost_pair> c;
   for (auto& q : r.points) c.push_back({q.time, q.memory});
@@ -567,27 +591,11 @@ TEST_CASE("the skip test from coarse tables: when it says covered, brute force a
     const auto exact = brute_force(g, true);
     for (int trial = 0; trial < 8; ++trial) {
       // known points near the exact restricted frontier: some a little faster, some a little slower
-      std::vector<to::detail::candidate> known;
-      const double base = std::array<double, 4>{0.5, 0.7, 0.85, 0.97}[std::size_t(trial % 4)];
-      for (auto& x : exact)
-        if (rng() % 8 != 0) {
-          const double f = base + 0.01 * double(rng() % 6);
-          known.push_back({to::cost_t(double(x.time) * f), std::max<to::cost_t>(0, x.memory - to::cost_t(rng() % 2)), -1, -1});
-        }
-      to::detail::pareto_filter(known);
+      const auto known = known_near(exact, rng, std::array<double, 4>{0.5, 0.7, 0.85, 0.97}[std::size_t(trial % 4)]);
       const double slack = trial < 4 ? 0.0 : 0.05;
       const bool got = to::detail::layouts_covered(coarse, e, g.rb.instances.size() - 2, known,
                                                    std::numeric_limits<to::cost_t>::max(), slack);
-      bool brute = true, near = true;
-      for (auto& x : exact) {
-        bool in = false, in_near = false;
-        for (auto& k : known) {
-          in = in || (k.memory <= x.memory && double(k.time) <= (1 + slack) * double(x.time));
-          in_near = in_near || (k.memory <= x.memory && double(k.time) <= (1 + slack) * 1.02 * double(x.time));
-        }
-        brute = brute && in;
-        near = near && in_near;
-      }
+      const bool brute = covers_all(known, exact, 1 + slack), near = covers_all(known, exact, (1 + slack) * 1.02);
       if (got) CHECK(brute);
       (got ? covered : not_covered) += 1;
       close += !got && near;  // missed by at most 2 %: cases that an unsound bound would wrongly skip
@@ -688,30 +696,14 @@ TEST_CASE("the skip test from scalar lines: when it says covered, brute force ag
     const auto exact = brute_force(g, true);
     for (int trial = 0; trial < 8; ++trial) {
       // known points near the exact restricted frontier: some a little faster, some a little slower
-      std::vector<to::detail::candidate> known;
-      const double base = std::array<double, 4>{0.5, 0.9, 0.97, 1.0}[std::size_t(trial % 4)];
-      for (auto& x : exact)
-        if (rng() % 8 != 0) {
-          const double f = base + 0.01 * double(rng() % 6);
-          known.push_back({to::cost_t(double(x.time) * f), std::max<to::cost_t>(0, x.memory - to::cost_t(rng() % 2)), -1, -1});
-        }
-      to::detail::pareto_filter(known);
+      const auto known = known_near(exact, rng, std::array<double, 4>{0.5, 0.9, 0.97, 1.0}[std::size_t(trial % 4)]);
       const double slack = trial < 4 ? 0.0 : 0.05;
       std::size_t lines = 0;
       const auto outcome = to::detail::layouts_covered_by_lines(ls, s, known, std::numeric_limits<to::cost_t>::max(),
                                                                 slack, 0, 12, lines);
       const bool got = outcome == to::detail::lines_outcome::covered;
       undecided += outcome == to::detail::lines_outcome::undecided;
-      bool brute = true, near = true;
-      for (auto& x : exact) {
-        bool in = false, in_near = false;
-        for (auto& k : known) {
-          in = in || (k.memory <= x.memory && double(k.time) <= (1 + slack) * double(x.time));
-          in_near = in_near || (k.memory <= x.memory && double(k.time) <= (1 + slack) * 1.02 * double(x.time));
-        }
-        brute = brute && in;
-        near = near && in_near;
-      }
+      const bool brute = covers_all(known, exact, 1 + slack), near = covers_all(known, exact, (1 + slack) * 1.02);
       if (got) CHECK(brute);
       (got ? covered : not_covered) += 1;
       lines_used += got && lines > 0;
