@@ -694,6 +694,17 @@ TEST_CASE("the skip test from scalar lines: when it says covered, brute force ag
     REQUIRE(s.why_not.empty());
     const auto ls = to::detail::layer_scalars_of(g.p, g.rb, s, 0);
     const auto exact = brute_force(g, true);
+    {
+      // no known point: covered only where no layout fits the limit
+      to::cost_t least = std::numeric_limits<to::cost_t>::max();
+      for (auto& x : exact) least = std::min(least, x.memory);
+      std::size_t n = 0;
+      CHECK(to::detail::layouts_covered_by_lines(ls, s, {}, least - 1, 0, 0, 12, n) ==
+            to::detail::lines_outcome::covered);
+      CHECK(to::detail::layouts_covered_by_lines(ls, s, {}, least, 0, 0, 12, n) ==
+            to::detail::lines_outcome::hull_not_covered);
+      CHECK(n == 0);
+    }
     for (int trial = 0; trial < 8; ++trial) {
       // known points near the exact restricted frontier: some a little faster, some a little slower
       const auto known = known_near(exact, rng, std::array<double, 4>{0.5, 0.9, 0.97, 1.0}[std::size_t(trial % 4)]);

@@ -519,7 +519,6 @@ inline lines_outcome layouts_covered_by_lines(const layer_scalars& ls, const rep
                                               const std::vector<candidate>& known, cost_t limit, double slack,
                                               std::size_t max_bytes, std::size_t max_lines, std::size_t& lines) {
   lines = 0;
-  if (known.empty()) return lines_outcome::hull_not_covered;
   const std::size_t nb = ls.tmin.size();
   std::vector<line_region> region(nb);
   std::vector<std::vector<scalar_min>> found(nb);  // strategies on the composition's hull
@@ -538,6 +537,9 @@ inline lines_outcome layouts_covered_by_lines(const layer_scalars& ls, const rep
     while (true) {
       const cost_t at = region_uncovered(known, region[b], limit, slack);
       if (at < 0) break;
+      // no known point at or below that memory: the least-memory strategy (memory m0 <= at)
+      // is not covered, whatever the lines
+      if (known.empty() || known.front().memory > at) return lines_outcome::hull_not_covered;
       const scalar_min* lo = nullptr;
       const scalar_min* hi = nullptr;
       for (const auto& f : found[b]) {
