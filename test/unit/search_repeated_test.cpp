@@ -523,6 +523,26 @@ TEST_CASE("the convex lower bound of a powered sum: below every sum, and its cov
   CHECK(slack_more > 0);
 }
 
+// Calls fn(b, choice) for every strategy of g.p whose boundary nodes o_0 .. o_{L-2} all
+// hold one layout b (fast mode's restriction, which the per-layer bounds hold to).
+template <class Fn>
+void for_each_one_layout(const generated& g, const to::detail::repeated_split& s, Fn fn) {
+  std::vector<int> choice(g.p.nodes.size(), 0);
+  while (true) {
+    const int b = s.group[std::size_t(choice[std::size_t(g.rb.instances[0][std::size_t(g.boundary)])])];
+    bool one = true;
+    for (std::size_t l = 1; l + 1 < g.rb.instances.size(); ++l)
+      one = one && s.group[std::size_t(choice[std::size_t(g.rb.instances[l][std::size_t(g.boundary)])])] == b;
+    if (one) fn(b, choice);
+    std::size_t i = 0;
+    for (; i < choice.size(); ++i) {
+      if (++choice[i] < int(g.p.nodes[i].configs.size())) break;
+      choice[i] = 0;
+    }
+    if (i == choice.size()) break;
+  }
+}
+
 TEST_CASE("coarse per-layer tables, divided by 1 + epsilon, bound every exact strategy of each layout from below") {
   std::mt19937_64 rng(77);
   int tested = 0, tight = 0;
@@ -546,31 +566,18 @@ TEST_CASE("coarse per-layer tables, divided by 1 + epsilon, bound every exact st
     for (std::size_t b = 0; b < s.reps.size(); ++b)
       t_chains.push_back(to::detail::powered_chain({corner}, to::detail::lowered(coarse.t[b], e), {{0, 0, -1, -1}}, m));
     // every strategy with o_0 .. o_{L-2} in one layout b lies on or above b's chain
-    std::vector<int> choice(g.p.nodes.size(), 0);
-    while (true) {
-      const int b = s.group[std::size_t(choice[std::size_t(g.rb.instances[0][std::size_t(g.boundary)])])];
-      bool one = true;
-      for (std::size_t l = 1; l + 1 < g.rb.instances.size(); ++l)
-        one = one && s.group[std::size_t(choice[std::size_t(g.rb.instances[l][std::size_t(g.boundary)])])] == b;
-      if (one) {
-        const auto c = to::cost_of(g.p, choice);
-        const auto& h = chains[std::size_t(b)];
-        REQUIRE(!h.memory.empty());
-        CHECK(c.memory >= h.memory.front());
-        const auto floor_t = chain_ceil(h, c.memory);
-        CHECK(c.time >= floor_t);
-        tight += double(c.time) <= 1.5 * double(floor_t);
-        const auto& ht = t_chains[std::size_t(b)];
-        CHECK(c.memory >= ht.memory.front());
-        CHECK(c.time >= chain_ceil(ht, c.memory));
-      }
-      std::size_t i = 0;
-      for (; i < choice.size(); ++i) {
-        if (++choice[i] < int(g.p.nodes[i].configs.size())) break;
-        choice[i] = 0;
-      }
-      if (i == choice.size()) break;
-    }
+    for_each_one_layout(g, s, [&](int b, const std::vector<int>& choice) {
+      const auto c = to::cost_of(g.p, choice);
+      const auto& h = chains[std::size_t(b)];
+      REQUIRE(!h.memory.empty());
+      CHECK(c.memory >= h.memory.front());
+      const auto floor_t = chain_ceil(h, c.memory);
+      CHECK(c.time >= floor_t);
+      tight += double(c.time) <= 1.5 * double(floor_t);
+      const auto& ht = t_chains[std::size_t(b)];
+      CHECK(c.memory >= ht.memory.front());
+      CHECK(c.time >= chain_ceil(ht, c.memory));
+    });
   }
   CHECK(tested > 60);
   CHECK(tight > 100);  // the bound is not trivially low
@@ -653,29 +660,16 @@ TEST_CASE("scalar searches of the layer bound every exact strategy of each layou
     const auto regions = scalar_regions(g, s, slopes);
     auto corner_only = regions;
     for (auto& r : corner_only) r.lines.clear();
-    std::vector<int> choice(g.p.nodes.size(), 0);
-    while (true) {
-      const int b = s.group[std::size_t(choice[std::size_t(g.rb.instances[0][std::size_t(g.boundary)])])];
-      bool one = true;
-      for (std::size_t l = 1; l + 1 < g.rb.instances.size(); ++l)
-        one = one && s.group[std::size_t(choice[std::size_t(g.rb.instances[l][std::size_t(g.boundary)])])] == b;
-      if (one) {
-        const auto c = to::cost_of(g.p, choice);
-        const auto& r = regions[std::size_t(b)];
-        CHECK(c.memory >= r.m0);
-        CHECK(c.time >= r.t0);
-        const long double lb = r.least_time_at(c.memory);
-        CHECK((long double)(c.time) >= lb);
-        tight += (long double)(c.time) <= 1.5L * lb;
-        lifted += lb > corner_only[std::size_t(b)].least_time_at(c.memory);
-      }
-      std::size_t i = 0;
-      for (; i < choice.size(); ++i) {
-        if (++choice[i] < int(g.p.nodes[i].configs.size())) break;
-        choice[i] = 0;
-      }
-      if (i == choice.size()) break;
-    }
+    for_each_one_layout(g, s, [&](int b, const std::vector<int>& choice) {
+      const auto c = to::cost_of(g.p, choice);
+      const auto& r = regions[std::size_t(b)];
+      CHECK(c.memory >= r.m0);
+      CHECK(c.time >= r.t0);
+      const long double lb = r.least_time_at(c.memory);
+      CHECK((long double)(c.time) >= lb);
+      tight += (long double)(c.time) <= 1.5L * lb;
+      lifted += lb > corner_only[std::size_t(b)].least_time_at(c.memory);
+    });
   }
   CHECK(tested > 60);
   CHECK(tight > 100);   // the bound is not trivially low

@@ -92,6 +92,7 @@
 #include <vector>
 #include "../cost/pipeline_cost.hpp"
 #include "../search/repeated.hpp"
+#include "../search/detail/scalar_problem.hpp"
 #include "../search/solve.hpp"
 #include "search_mode.hpp"
 #include "stage_partition.hpp"
@@ -190,52 +191,16 @@ inline constexpr cost_t nothing_fits = std::numeric_limits<cost_t>::max();
 
 /// One scalar search of stage problem `sp` set up as `st`: every config and edge costs
 /// `weigh(time, memory)` in memory and nothing in time, so every frontier is one point.
-/// The reweighed problem is written without the config labels, and its entries are
-/// checked as they are written (>= 0, the bound of validate), so the search skips
-/// validate's passes. Before, each scalar search copied the labels, validated and split
+/// The reweighed problem (search/detail/scalar_problem.hpp) is written without the
+/// config labels, and its entries are checked as they are written (>= 0, the bound of
+/// validate), so the search skips validate's passes. Before, each scalar search copied the labels, validated and split
 /// the whole stage again: on megatron-145.6b's pipeline frontier (perf) the copies, the
 /// split's comparisons and validate took about 8 % of the run's CPU time.
 template <class Weigh>
 frontier_result scalar_stage_search(const stage_problem& sp, const stage_setup& st, cost_t memory_limit,
                                     std::size_t max_bytes, Weigh weigh, bool keep_offset = true) {
   const problem& p = sp.built.prob;
-  problem q;
-  q.memory_offset = keep_offset ? p.memory_offset : 0;
-  cost_t bound = q.memory_offset;
-  bool negative = false;
-  auto add = [&bound](cost_t v) { bound = v > max_problem_cost - bound ? max_problem_cost + 1 : bound + v; };
-  q.nodes.resize(p.nodes.size());
-  for (std::size_t i = 0; i < p.nodes.size(); ++i) {
-    q.nodes[i].name = p.nodes[i].name;
-    auto& cs = q.nodes[i].configs;
-    cs.resize(p.nodes[i].configs.size());
-    cost_t most = 0;
-    for (std::size_t c = 0; c < cs.size(); ++c) {
-      const cost_t v = weigh(p.nodes[i].configs[c].time, p.nodes[i].configs[c].memory);
-      negative = negative || v < 0;
-      most = std::max(most, v);
-      cs[c].memory = v;
-    }
-    add(most);
-  }
-  q.edges.resize(p.edges.size());
-  for (std::size_t i = 0; i < p.edges.size(); ++i) {
-    const auto& e = p.edges[i];
-    auto& f = q.edges[i];
-    f.from = e.from;
-    f.to = e.to;
-    f.time.assign(e.time.size(), 0);
-    f.memory.resize(e.memory.size());
-    cost_t most = 0;
-    for (std::size_t x = 0; x < e.time.size(); ++x) {
-      const cost_t v = weigh(e.time[x], e.memory[x]);
-      negative = negative || v < 0;
-      most = std::max(most, v);
-      f.memory[x] = v;
-    }
-    add(most);
-  }
-  if (negative || bound > max_problem_cost) validate(q);  // throws, naming the entry
+  const problem q = scalar_problem(p, keep_offset ? p.memory_offset : 0, weigh);
   solve_options so;
   so.max_bytes = max_bytes;
   so.memory_limit = memory_limit;

@@ -57,6 +57,7 @@
 #include <vector>
 #include "../solve.hpp"
 #include "hull_bound.hpp"
+#include "scalar_problem.hpp"
 #include "repeated_split.hpp"
 
 namespace tensoropt::detail {
@@ -339,25 +340,7 @@ template <class Weigh>
 std::vector<scalar_min> scalar_per_layout(const conditioned_part& part, const repeated_split& s,
                                           std::size_t max_bytes, Weigh f) {
   const problem& from = part.q;
-  problem q;
-  q.memory_offset = f(cost_t(0), from.memory_offset);
-  q.nodes.resize(from.nodes.size());
-  for (std::size_t i = 0; i < q.nodes.size(); ++i) {
-    const auto& cf = from.nodes[i].configs;
-    auto& cs = q.nodes[i].configs;
-    cs.resize(cf.size());
-    for (std::size_t c = 0; c < cs.size(); ++c) cs[c].memory = f(cf[c].time, cf[c].memory);
-  }
-  q.edges.resize(from.edges.size());
-  for (std::size_t i = 0; i < q.edges.size(); ++i) {
-    const auto& e = from.edges[i];
-    auto& g = q.edges[i];
-    g.from = e.from;
-    g.to = e.to;
-    g.time.assign(e.time.size(), 0);
-    g.memory.resize(e.memory.size());
-    for (std::size_t x = 0; x < e.time.size(); ++x) g.memory[x] = f(e.time[x], e.memory[x]);
-  }
+  const problem q = scalar_problem(from, f(cost_t(0), from.memory_offset), f);
   solve_options so;
   so.max_bytes = max_bytes;
   const conditioned_frontier cf = solve_conditioned(q, part.keep, so, part.classes, part.tied);
