@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstddef>
 #include "../problem.hpp"
+#include "../validate.hpp"
 
 namespace tensoropt::detail {
 
