@@ -243,13 +243,13 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
         Sj.shard[s] = false;
       }
   };
-  auto readers_of = [&](int p) {
-    int r = 0;
-    for (std::size_t j = std::size_t(p) + 1; j < n; ++j)
-      for (std::size_t s = 0; s < g.ops[j].inputs.size(); ++s)
-        if (producer(int(j), s) == p && segment_input(int(j), s)) ++r;
-    return r;
-  };
+  // the readers of each op's output inside a recompute segment (ops come in topological
+  // order, so every reader comes after its producer), counted in one pass
+  std::vector<int> segment_readers(n, 0);
+  for (std::size_t j = 0; j < n; ++j)
+    for (std::size_t s = 0; s < g.ops[j].inputs.size(); ++s)
+      if (g.ops[j].kind != op_kind::input && segment_input(int(j), s)) ++segment_readers[std::size_t(producer(int(j), s))];
+  auto readers_of = [&](int p) { return segment_readers[std::size_t(p)]; };
   auto rebuild = [&](auto& self, int p) -> int {
     auto& Sp = S[std::size_t(p)];
     if (Sp.out >= 0) return Sp.out;
