@@ -115,7 +115,7 @@ struct conditioned_part {
   std::vector<std::vector<int>> classes;
   std::vector<std::pair<int, std::vector<int>>> tied;
   std::vector<bool> copy;
-  conditioned_frontier solve(const solve_options& o) const { return solve_conditioned(q, keep, o, classes, tied); }
+  conditioned_frontier solve(const solve_options& o) const { return solve_conditioned_valid(q, keep, o, classes, tied); }
 };
 
 inline std::vector<int> copy_classes(const repeated_split& s) {
@@ -343,7 +343,7 @@ std::vector<scalar_min> scalar_per_layout(const conditioned_part& part, const re
   const problem q = scalar_problem(from, f(cost_t(0), from.memory_offset), f);
   solve_options so;
   so.max_bytes = max_bytes;
-  const conditioned_frontier cf = solve_conditioned(q, part.keep, so, part.classes, part.tied);
+  const conditioned_frontier cf = solve_conditioned_valid(q, part.keep, so, part.classes, part.tied);
   const std::size_t nb = s.reps.size(), kept = part.keep.size();
   std::vector<scalar_min> out(nb);
   std::vector<std::size_t> best(nb, cf.pts.size()), best_cell(nb, 0), d(kept);
