@@ -89,6 +89,42 @@ TEST_CASE("fast mode against exact on zoo models where exact finishes") {
     const auto check = to::check_restriction(b.prob, fast, so.memory_limit);
     CHECK(check.compared >= 1);
     if (w.equal) CHECK(check.gap == 0);
+    // the planner's check folds the identical layers exactly: the same optima as the general search
+    const auto folded = to::check_restriction(b.prob, fast, so.memory_limit, {}, &mc.block);
+    CHECK(folded.weights == check.weights);
+    CHECK(folded.compared == check.compared);
+    CHECK(folded.gap == check.gap);
+  }
+}
+
+TEST_CASE("a single-objective problem folds to the general search's optimum") {
+  // the restriction check's weighted sums (every time 0): the exact fold skips its
+  // branch-and-bound frontier and must still find the least sum, with a strategy that costs it
+  for (const char* model : {"gpt3-125m", "moe-380m"}) {
+    CAPTURE(model);
+    const auto cl = zoo_cluster(to::models::find(model), 2);
+    const auto b = zoo_problem(model, cl, 16);
+    const auto mc = to::choose_mode(b.prob, b.graph, to::search_mode::fast);
+    REQUIRE(!mc.block.instances.empty());
+    for (double w : {0.0, 1e-3, 1.0}) {
+      CAPTURE(w);
+      to::problem q = b.prob;
+      q.memory_offset = 0;
+      for (auto& n : q.nodes)
+        for (auto& c : n.configs) c = {c.label, 0, to::cost_t(double(c.time) + w * double(c.memory))};
+      for (auto& e : q.edges)
+        for (std::size_t i = 0; i < e.time.size(); ++i) {
+          e.memory[i] = to::cost_t(double(e.time[i]) + w * double(e.memory[i]));
+          e.time[i] = 0;
+        }
+      const auto general = to::solve(q);
+      const auto folded = to::solve_repeated_exact(q, mc.block);
+      REQUIRE(general.points.size() == 1);
+      REQUIRE(folded.points.size() == 1);
+      CHECK(folded.exact);
+      CHECK(folded.points[0].memory == general.points[0].memory);
+      CHECK(to::cost_of(q, folded.points[0].choice).memory == folded.points[0].memory);
+    }
   }
 }
 
@@ -177,6 +213,12 @@ TEST_CASE("the restriction check finds a restricted frontier that misses the opt
   const double want = double(one.points[0].time - exact.points.back().time) / double(exact.points.back().time);
   CHECK(c.gap == doctest::Approx(want));
   CHECK(to::check_restriction(b.prob, exact, std::numeric_limits<to::cost_t>::max()).gap == 0);
+  // the same through the exact fold of the identical layers (the planner's way)
+  const auto mc = to::choose_mode(b.prob, b.graph, to::search_mode::fast);
+  REQUIRE(!mc.block.instances.empty());
+  const auto f = to::check_restriction(b.prob, one, std::numeric_limits<to::cost_t>::max(), {}, &mc.block);
+  CHECK(f.weights == 2);
+  CHECK(f.gap == doctest::Approx(want));
 }
 
 TEST_CASE("the restriction check stays within the search's range when time + w x memory is huge") {

@@ -49,6 +49,7 @@ struct plan_part {
   search_mode mode = search_mode::exact;  ///< the mode that ran
   std::string why;                        ///< why that mode (or why the k was skipped)
   restriction_check check;                ///< fast mode: the check of its restriction
+  repeated_block block;                   ///< the identical layers the mode found (none: empty)
 };
 
 struct planned_frontier {

@@ -216,6 +216,7 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
         const mode_choice mc = choose_mode(built->prob, built->graph, opt.mode,
                                            so.epsilon == 0 ? exact_engine::chain_fold : exact_engine::general);
         part.mode = mc.mode;
+        part.block = mc.block;
         part.why = mc.why;
         // Long searches report how far they are, at most every 2 seconds.
         auto last = std::chrono::steady_clock::now();
@@ -301,23 +302,32 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
     if (failure) std::rethrow_exception(failure);
   };
   run_pool(work, started);
+  pf.points = merge_frontiers(entries);
+  for (auto& e : pf.points)
+    for (std::size_t p = 0; p < pf.parts.size(); ++p)
+      if (pf.parts[p].micro_batches == e.micro_batches) pf.part_of.push_back(int(p));
   // Fast mode's restriction is checked where it matters: on the micro-batch counts that
-  // hold points of the final union (the others' problems are released already).
+  // hold points of the final union (the others' problems are released already). The
+  // checks run on their own threads while the peaks are replayed below (each reads the
+  // parts' problems only; a check writes its part's `check`), which keeps both cores busy
+  // where either phase alone has a short tail.
+  std::vector<std::thread> checking;
+  std::vector<std::size_t> to_check;
+  std::vector<frontier::point> returned;
   if (opt.check_restriction) {
-    std::vector<std::size_t> to_check;
     for (std::size_t p = 0; p < pf.parts.size(); ++p)
       if (pf.parts[p].frontier.restricted && pf.parts[p].built) to_check.push_back(p);
     // what the union returns (the searches bounded each other, so a part alone may lack
     // points another covers)
-    std::vector<frontier::point> returned;
-    for (auto& e : merge_frontiers(entries)) returned.push_back({e.time, e.memory, -1});
+    for (auto& e : pf.points) returned.push_back({e.time, e.memory, -1});
     next = 0;
     auto check = [&] {
       for (std::size_t i; (i = next++) < to_check.size();) {
         try {
           auto& part = pf.parts[to_check[i]];
           auto tc = std::chrono::steady_clock::now();
-          part.check = check_restriction(part.built->prob, part.frontier, opt.solve.memory_limit, returned);
+          part.check = check_restriction(part.built->prob, part.frontier, opt.solve.memory_limit, returned,
+                                         part.block.instances.empty() ? nullptr : &part.block);
           part.check_seconds = detail::seconds_since(tc);
         } catch (...) {
           std::lock_guard lock(mu);
@@ -326,8 +336,27 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
         }
       }
     };
-    run_pool(check, std::min(hw, to_check.size()));
+    for (std::size_t t = 0; t < std::min(hw, to_check.size()); ++t) checking.emplace_back(check);
   }
+  struct join_checks {  // joined on every path, the peaks' exceptions included
+    std::vector<std::thread>& ts;
+    ~join_checks() {
+      for (auto& t : ts)
+        if (t.joinable()) t.join();
+    }
+  } joined{checking};
+  if (opt.runtime_peak) {
+    std::vector<int> extra_part;
+    bound_search_note bn;
+    auto extra = bound_search_points(pf, opt.peak_search, opt.solve.memory_limit, extra_part, bn);
+    auto f = attach_peaks(pf, hw, opt.solve.memory_limit, std::move(extra), std::move(extra_part));
+    f.bound = bn;
+    pf.memory_note = f.describe();
+  }
+  else
+    pf.memory_note = "the additive memory the search optimized (not the runtime peak)";
+  for (auto& t : checking) t.join();
+  if (failure) std::rethrow_exception(failure);
   for (auto& part : pf.parts) {
     pf.exact = pf.exact && part.frontier.exact;
     pf.restricted = pf.restricted || part.frontier.restricted;
@@ -343,20 +372,6 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
       }
     if (!found) pf.mode_notes.push_back(line + " (k = " + k + ")");
   }
-  pf.points = merge_frontiers(entries);
-  for (auto& e : pf.points)
-    for (std::size_t p = 0; p < pf.parts.size(); ++p)
-      if (pf.parts[p].micro_batches == e.micro_batches) pf.part_of.push_back(int(p));
-  if (opt.runtime_peak) {
-    std::vector<int> extra_part;
-    bound_search_note bn;
-    auto extra = bound_search_points(pf, opt.peak_search, opt.solve.memory_limit, extra_part, bn);
-    auto f = attach_peaks(pf, hw, opt.solve.memory_limit, std::move(extra), std::move(extra_part));
-    f.bound = bn;
-    pf.memory_note = f.describe();
-  }
-  else
-    pf.memory_note = "the additive memory the search optimized (not the runtime peak)";
   pf.search_seconds = detail::seconds_since(t0);
   if (opt.baselines) {
     pf.baselines = plan_baselines(g, cl, opt.build, pf.points, ks, opt.runtime_peak);

@@ -42,6 +42,7 @@
 #include <vector>
 #include "../model/graph.hpp"
 #include "../search/repeated.hpp"
+#include "../search/repeated_exact.hpp"
 
 namespace tensoropt {
 
@@ -210,7 +211,8 @@ struct restriction_check {
 /// caller returns with `r` (the planner's union over micro-batch counts, whose searches
 /// bound each other and so leave out of `r` what the others cover); the best of both counts.
 inline restriction_check check_restriction(const problem& p, const frontier_result& r, cost_t memory_limit,
-                                           const std::vector<frontier::point>& also = {}) {
+                                           const std::vector<frontier::point>& also = {},
+                                           const repeated_block* block = nullptr) {
   restriction_check out;
   if (r.points.empty() && also.empty()) return out;
   std::vector<frontier::point> ends;
@@ -223,6 +225,8 @@ inline restriction_check check_restriction(const problem& p, const frontier_resu
   std::vector<double> ws{0};
   if (slope > 0) ws.insert(ws.end(), {slope / 4, slope, slope * 4});
   ws.push_back(-1);  // memory alone
+  // identical layers of p stay identical in every weighted sum (equal terms scale equally)
+  const bool foldable = block && check_repeated(p, *block).empty();
   for (double w : ws) {
     ++out.weights;
     problem q = p;
@@ -251,7 +255,7 @@ inline restriction_check check_restriction(const problem& p, const frontier_resu
       for (auto& c : n.configs) { c.memory = scal(c.time, c.memory); c.time = 0; }
     for (auto& e : q.edges)
       for (std::size_t i = 0; i < e.time.size(); ++i) { e.memory[i] = scal(e.time[i], e.memory[i]); e.time[i] = 0; }
-    const auto opt = solve(q);
+    const auto opt = foldable ? solve_repeated_exact(q, *block) : solve(q);
     if (opt.points.empty()) continue;
     const auto oc = cost_of(p, opt.points.front().choice);
     if (oc.memory > memory_limit) continue;

@@ -64,13 +64,25 @@ inline frontier_result solve_repeated_exact(const problem& p, const repeated_blo
   detail::require(s.why_not.empty(), "solve_repeated_exact: the block cannot be folded: " + s.why_not);
   using detail::candidate;
   const std::size_t L = rb.instances.size(), M = L - 2;
-  // K: fast mode's frontier at epsilon 0.001 (real strategies of p; see the header)
-  solve_options ko = o;
-  ko.epsilon = known_epsilon;
-  const frontier_result fast = solve_repeated(p, rb, ko);
+  // K: fast mode's frontier at epsilon 0.001 (real strategies of p; see the header). Left
+  // out on a single-objective problem (every time 0: the weighted sums of the planner's
+  // restriction check, plan/search_mode.hpp), where every cell and state holds one point,
+  // so the fold has nothing to prune and K would cost more than the fold itself.
+  const bool single = std::all_of(p.nodes.begin(), p.nodes.end(), [](const problem_node& n) {
+                        return std::all_of(n.configs.begin(), n.configs.end(), [](const auto& c) { return c.time == 0; });
+                      }) && std::all_of(p.edges.begin(), p.edges.end(), [](const problem_edge& e) {
+                        return std::all_of(e.time.begin(), e.time.end(), [](cost_t t) { return t == 0; });
+                      });
   std::vector<candidate> known;
-  for (auto& q : fast.points) known.push_back({q.time, q.memory, -1, -1});
-  detail::pareto_filter(known);
+  bool known_fallback = false;
+  if (!single) {
+    solve_options ko = o;
+    ko.epsilon = known_epsilon;
+    const frontier_result fast = solve_repeated(p, rb, ko);
+    known_fallback = fast.width_fallback;
+    for (auto& q : fast.points) known.push_back({q.time, q.memory, -1, -1});
+    detail::pareto_filter(known);
+  }
 
   const auto parts = detail::repeated_parts(p, rb, s, o, false);
   const auto& fa = parts.a;
@@ -156,7 +168,7 @@ inline frontier_result solve_repeated_exact(const problem& p, const repeated_blo
 
   frontier_result r;
   r.epsilon = 0;
-  r.width_fallback = !fa.note.empty() || !ft.note.empty() || !fz.note.empty() || fast.width_fallback;
+  r.width_fallback = !fa.note.empty() || !ft.note.empty() || !fz.note.empty() || known_fallback;
   r.exact = !r.width_fallback;
   r.max_width = 2;
   r.note = "exact: the " + std::to_string(L) + " identical layers folded over " + std::to_string(G) +
