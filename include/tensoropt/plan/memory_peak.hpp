@@ -137,12 +137,12 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
   // parameters: the first user, its layout, whether its optimizer state is sharded
   std::vector<int> owner(nt, -1), owner_slot(nt, -1);
   std::vector<bool> sharded(nt, false);
-  std::vector<std::vector<double>> state(n);
   detail::buffer_replay R;
+  R.size.reserve(8 * n);  // about six buffers per op: one allocation, not dozens
+  R.refs.reserve(8 * n);
   R.current = o.reserve.value;
   for (std::size_t j = 0; j < n; ++j) {
     const auto& op = g.ops[j];
-    state[j] = {in.kernel_state[j]};
     for (std::size_t s = 0; s < op.params.size(); ++s) {
       const int t = op.params[s].tensor;
       if (owner[std::size_t(t)] >= 0) continue;
@@ -185,6 +185,7 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
     for (auto& in : op.inputs) ++left[std::size_t(in.tensor)];
   m.fwd.assign(n, 0.0);
   m.bwd.assign(n, 0.0);
+  std::vector<int> src, din, dpar;  // per op, reused
   // forward
   for (std::size_t j = 0; j < n; ++j) {
     const auto& op = g.ops[j];
@@ -195,7 +196,7 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
       continue;
     }
     auto& Sj = S[j];
-    std::vector<int> src(op.inputs.size(), -1);
+    src.assign(op.inputs.size(), -1);
     for (std::size_t s = 0; s < op.inputs.size(); ++s) {
       const int t = op.inputs[s].tensor;
       Sj.in.push_back(same_in(int(j), s) ? R.share(act[std::size_t(t)]) : R.make(in_bytes(int(j), s)));
@@ -204,7 +205,7 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
     }
     for (std::size_t s = 0; s < op.params.size(); ++s) Sj.par.push_back(param_copy(int(j), s));
     int y = R.make(out_bytes(int(j)));
-    Sj.state = R.make(state[j][0]);
+    Sj.state = R.make(in.kernel_state[j]);
     if (op.kind == op_kind::softmax_xent) {  // the loss, gathered to read it
       int one = R.make(double(g.tensors[std::size_t(op.output.tensor)].size()) * pr.activation_bytes());
       R.drop(one);
@@ -265,7 +266,7 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
     if (Sp.par.empty())
       for (std::size_t s = 0; s < op.params.size(); ++s) Sp.par.push_back(param_copy(p, s));
     Sp.out = R.make(out_bytes(p));
-    Sp.state = R.make(state[std::size_t(p)][0]);
+    Sp.state = R.make(in.kernel_state[std::size_t(p)]);
     Sp.rebuilt = true;
     Sp.readers = readers_of(p);
     for (std::size_t s = 0; s < op.inputs.size(); ++s)
@@ -305,12 +306,13 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
           if (--S[std::size_t(q)].readers <= 0) R.drop(S[std::size_t(q)].out);
         }
       for (std::size_t s = 0; s < op.params.size(); ++s) Sj.par.push_back(param_copy(j, s));
-      Sj.state = R.make(state[jj][0]);
+      Sj.state = R.make(in.kernel_state[jj]);
       int y = R.make(out_bytes(j));  // the re-run's output, unused
       R.drop(y);
     }
     R.drop(Sj.out);
-    std::vector<int> din(op.inputs.size(), -1), dpar(op.params.size(), -1);
+    din.assign(op.inputs.size(), -1);
+    dpar.assign(op.params.size(), -1);
     for (std::size_t s = 0; s < op.inputs.size(); ++s)
       if (!g.tensors[std::size_t(op.inputs[s].tensor)].integer) din[s] = R.make(in_bytes(j, s));
     for (std::size_t s = 0; s < op.params.size(); ++s)
