@@ -37,6 +37,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -207,8 +208,12 @@ std::vector<bool> keep_under_peak(std::size_t n, PeakAt peak_at, cost_t limit, s
 /// and those whose peak exceeds `limit` bytes (the device; see the file comment).
 /// `extra` (with their parts in `extra_part_of`) are further candidates, e.g. from
 /// bound_search_points; `searched` keeps only pf's own points. `threads` = 0: every core.
+/// `first` (optional): other work for the same threads, one piece per call until it
+/// returns false, taken before the replays (the planner's restriction checks), so that
+/// `threads` threads run both and neither phase idles a core at its tail.
 inline peak_filter attach_peaks(planned_frontier& pf, std::size_t threads = 0, cost_t limit = max_problem_cost,
-                                std::vector<frontier_point> extra = {}, std::vector<int> extra_part_of = {}) {
+                                std::vector<frontier_point> extra = {}, std::vector<int> extra_part_of = {},
+                                const std::function<bool()>& first = {}) {
   peak_filter f;
   f.searched = pf.points.size();
   const std::size_t own = pf.points.size();
@@ -221,7 +226,7 @@ inline peak_filter attach_peaks(planned_frontier& pf, std::size_t threads = 0, c
     pf.part_of.push_back(extra_part_of.at(i));
   }
   const std::size_t n = pf.points.size();
-  if (n == 0) return f;
+  if (n == 0 && !first) return f;
   std::vector<double> peak(n, 0.0);
   std::vector<std::unique_ptr<peak_replayer>> replay(pf.parts.size());
   for (std::size_t i = 0; i < n; ++i) {
@@ -230,13 +235,17 @@ inline peak_filter attach_peaks(planned_frontier& pf, std::size_t threads = 0, c
   }
   std::atomic<std::size_t> next{0};
   auto work = [&] {
+    if (first)
+      while (first()) {
+      }
     for (std::size_t i; (i = next++) < n;) peak[i] = (*replay[std::size_t(pf.part_of[i])])(pf.points[i].choice).peak();
   };
   const std::size_t hw = threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
   std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < std::min(hw, n); ++t) pool.emplace_back(work);
+  for (std::size_t t = 1; t < (first ? hw : std::min(hw, n)); ++t) pool.emplace_back(work);
   work();
   for (auto& t : pool) t.join();
+  if (n == 0) return f;
   f.ratio_lo = 1e300;
   f.ratio_hi = 0;
   for (std::size_t i = 0; i < n; ++i) {

@@ -308,12 +308,11 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
       if (pf.parts[p].micro_batches == e.micro_batches) pf.part_of.push_back(int(p));
   // Fast mode's restriction is checked where it matters: on the micro-batch counts that
   // hold points of the final union (the others' problems are released already). The
-  // checks run on their own threads while the peaks are replayed below (each reads the
-  // parts' problems only; a check writes its part's `check`), which keeps both cores busy
-  // where either phase alone has a short tail.
-  std::vector<std::thread> checking;
+  // checks and the peak replays share one pool of `hw` threads (checks first), so neither
+  // phase idles a core at its tail; both only read the parts' problems.
   std::vector<std::size_t> to_check;
   std::vector<frontier::point> returned;
+  std::function<bool()> check_one;  // one check per call; false when none is left
   if (opt.check_restriction) {
     for (std::size_t p = 0; p < pf.parts.size(); ++p)
       if (pf.parts[p].frontier.restricted && pf.parts[p].built) to_check.push_back(p);
@@ -321,42 +320,36 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
     // points another covers)
     for (auto& e : pf.points) returned.push_back({e.time, e.memory, -1});
     next = 0;
-    auto check = [&] {
-      for (std::size_t i; (i = next++) < to_check.size();) {
-        try {
-          auto& part = pf.parts[to_check[i]];
-          auto tc = std::chrono::steady_clock::now();
-          part.check = check_restriction(part.built->prob, part.frontier, opt.solve.memory_limit, returned,
-                                         part.block.instances.empty() ? nullptr : &part.block);
-          part.check_seconds = detail::seconds_since(tc);
-        } catch (...) {
-          std::lock_guard lock(mu);
-          if (!failure) failure = std::current_exception();
-          next = to_check.size();
-        }
+    check_one = [&] {
+      const std::size_t i = next++;
+      if (i >= to_check.size()) return false;
+      try {
+        auto& part = pf.parts[to_check[i]];
+        auto tc = std::chrono::steady_clock::now();
+        part.check = check_restriction(part.built->prob, part.frontier, opt.solve.memory_limit, returned,
+                                       part.block.instances.empty() ? nullptr : &part.block);
+        part.check_seconds = detail::seconds_since(tc);
+      } catch (...) {
+        std::lock_guard lock(mu);
+        if (!failure) failure = std::current_exception();
+        next = to_check.size();
+        return false;
       }
+      return true;
     };
-    for (std::size_t t = 0; t < std::min(hw, to_check.size()); ++t) checking.emplace_back(check);
   }
-  struct join_checks {  // joined on every path, the peaks' exceptions included
-    std::vector<std::thread>& ts;
-    ~join_checks() {
-      for (auto& t : ts)
-        if (t.joinable()) t.join();
-    }
-  } joined{checking};
   if (opt.runtime_peak) {
     std::vector<int> extra_part;
     bound_search_note bn;
     auto extra = bound_search_points(pf, opt.peak_search, opt.solve.memory_limit, extra_part, bn);
-    auto f = attach_peaks(pf, hw, opt.solve.memory_limit, std::move(extra), std::move(extra_part));
+    auto f = attach_peaks(pf, hw, opt.solve.memory_limit, std::move(extra), std::move(extra_part), check_one);
     f.bound = bn;
     pf.memory_note = f.describe();
-  }
-  else
+    if (failure) std::rethrow_exception(failure);
+  } else {
     pf.memory_note = "the additive memory the search optimized (not the runtime peak)";
-  for (auto& t : checking) t.join();
-  if (failure) std::rethrow_exception(failure);
+    if (check_one) run_pool([&] { while (check_one()) {} }, std::min(hw, to_check.size()));
+  }
   for (auto& part : pf.parts) {
     pf.exact = pf.exact && part.frontier.exact;
     pf.restricted = pf.restricted || part.frontier.restricted;
