@@ -302,14 +302,16 @@ inline frontier_result solve_repeated_split(const problem& p, const repeated_blo
   // dominated by a coarse point of a layout already kept (or costs exactly as one), whose
   // fine result covers that point as it covers its own exact points, or when the points
   // returned so far cover its convex lower bound (below). Deterministic: the order and the
-  // bounds depend only on the problem and the points given by `bounds`. dc = 0.01 (or the
-  // fine delta where that is coarser): on gpt3-39b (epsilon 0.01, fine delta 0.00062) the
+  // bounds depend only on the problem and the points given by `bounds`. dc is the fine
+  // delta where that is at least 0.002, else 0.01: a coarse pass much finer than 0.01
+  // costs more than its bound saves. On gpt3-39b (epsilon 0.01, fine delta 0.00062) the
   // coarse pass at 0.002 took 2.2 s of the powering's 5.9 s over the four searched counts
   // (one thread); at 0.01 it takes 0.26 s and the powering 3.7 s in all (fewer layouts are
   // skipped by the looser bound, more by the cheaper coarse points), at 0.02 3.2 s, at
-  // 0.05 7.8 s. On megatron-1t (epsilon 0.05, delta 0.0031) 0.01 and delta plan equally fast
-  // and 0.02 slower (whole planning 27.7 s against 20.4-21.5 s, two threads).
-  const double dc = std::max(delta, 0.01);
+  // 0.05 7.8 s. Where the fine delta is coarser (megatron-1t at epsilon 0.05: 0.0031; the
+  // pipeline's stage searches) the fine delta itself: 0.01 there took megatron-145.6b's
+  // pipeline frontier 55.5 -> 57.4-58.9 s and megatron-1t's flat one 27.7 s at 0.02.
+  const double dc = delta >= 0.002 ? delta : 0.01;
   const double c_bound = std::pow(1 + dc, double(depth + 2));
   // Before its coarse pass, a layout is skipped when the coarse points of the layouts
   // composed so far (and the points of other searches, `bounds.known`) lie at or below every
