@@ -23,7 +23,7 @@ inline constexpr int brute_force_share = 1;
 #endif
 
 struct shape_kind {
-  enum value { chain, tree, series_parallel, dag, forest };
+  enum value { chain, tree, series_parallel, dag, forest, modules };
 };
 
 inline std::string label(char prefix, int i) {
@@ -32,7 +32,7 @@ inline std::string label(char prefix, int i) {
   return s;
 }
 
-// A random problem of the given kind. Costs are small integers (many ties and zeros) or
+// A random problem of the given kind (`modules`: a chain of Inception-like modules). Costs are small integers (many ties and zeros) or
 // "real" picosecond/byte values (up to max_time / max_memory); some configs duplicate another's edge rows so that
 // grouping into layout-configs is exercised.
 inline to::problem random_problem(std::mt19937_64& rng, int kind, int nodes, int max_configs, bool real,
@@ -72,6 +72,27 @@ inline to::problem random_problem(std::mt19937_64& rng, int kind, int nodes, int
       edges.push_back({int(uni(0, j - 1)), j});
       for (int i = 0; i < j; ++i)
         if (uni(0, 99) < 30) edges.push_back({i, j});
+    }
+  } else if (kind == shape_kind::modules) {
+    // Inception-like: a chain of modules, each 2-4 parallel branches of 0-2 nodes from the
+    // module's input to its output (the search joins the branches' factors over (input,
+    // output) before it eliminates either)
+    nodes = std::max(nodes, 2);
+    int in = 0, count = 1;
+    while (count < nodes) {
+      const int out = count++;
+      const int branches = int(uni(2, 4));
+      for (int b = 0; b < branches; ++b) {
+        int at = in;
+        const int len = int(uni(0, 2));
+        for (int l = 0; l < len && count < nodes; ++l) {
+          const int w = count++;
+          edges.push_back({at, w});
+          at = w;
+        }
+        edges.push_back({at, out});
+      }
+      in = out;
     }
   } else {  // forest: several components, some isolated nodes
     for (int i = 1; i < nodes; ++i)

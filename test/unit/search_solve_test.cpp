@@ -168,6 +168,40 @@ TEST_CASE("epsilon frontiers satisfy the bound and re-cost exactly") {
   }
 }
 
+// Parallel branches between two nodes (an Inception module's branches between its input and
+// its concat) leave several factors over one pair; with three or more multi-point factors at
+// an elimination the search joins those first (eliminator.hpp, join_parallel). The joins must
+// happen here, and leave the frontier exact, or within epsilon, with every strategy re-costing.
+TEST_CASE("parallel branches: factors over one scope are joined first, exact and within epsilon") {
+  std::mt19937_64 rng(2026);
+  int checked = 0;
+  std::size_t joins = 0;
+  for (int it = 0; it < 240; ++it) {
+    const auto p = random_problem(rng, shape_kind::modules, 4 + int(rng() % 8), 2 + int(rng() % 3), it % 4 != 0);
+    if (strategies(p) > 200000) continue;
+    CAPTURE(it);
+    const auto exact = brute_force(p);
+    const auto r = to::solve(p);
+    CHECK(r.exact);
+    CHECK(costs(r) == exact);
+    check_recost(p, r);
+    joins += r.parallel_joins;
+    const double eps = it % 2 == 0 ? 0.05 : 0.3;
+    const auto a = to::solve(p, {.epsilon = eps});
+    check_recost(p, a);
+    joins += a.parallel_joins;
+    for (auto& e : exact) {
+      bool covered = false;
+      for (auto& q : a.points) covered = covered || (q.memory <= e.memory && double(q.time) <= (1 + eps) * double(e.time));
+      CHECK(covered);
+    }
+    ++checked;
+  }
+  CHECK(checked >= 150);
+  CHECK(joins >= 50);
+  MESSAGE("module problems checked: " << checked << ", parallel joins: " << joins);
+}
+
 TEST_CASE("past the width limit the search restricts configs, says so, and stays feasible") {
   std::mt19937_64 rng(4242);
   int fallbacks = 0;

@@ -24,6 +24,7 @@ struct frontier_result {
   std::size_t trace_entries = 0;
   std::size_t prune_depth = 0; ///< most epsilon-pruned factors on one path (see solve.hpp)
   std::size_t replayed = 0;    ///< eliminations replayed from an identical earlier one
+  std::size_t parallel_joins = 0; ///< factors over one scope joined before an elimination (solve.hpp)
   std::string note;            ///< what the fallback did, if it ran
 };
 

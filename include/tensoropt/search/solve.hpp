@@ -10,7 +10,9 @@
 //   - a leaf (one neighbour u) folds into u:      F'(cu) = F(cu) (+) |cv [F(cu,cv) (+) F(cv)];
 //   - a node with two neighbours u, w folds into an edge u-w:
 //                                  F(cu,cw) = |cv [F(cu,cv) (+) F(cv) (+) F(cv,cw)];
-//   - factors over the same nodes (parallel edges) are joined by (+) when either is eliminated;
+//   - factors over the same nodes (parallel edges) are joined by (+) when either is eliminated
+//     (where three or more multi-point factors meet, those over one scope first, exactly:
+//     eliminator.hpp's join_parallel);
 //   - a node with more neighbours gives a factor over all of them: this is the dynamic
 //     program whose state is the configs of the nodes still connected to eliminated
 //     ones (the "live" nodes), exact, with cost growing with that width.

@@ -213,8 +213,90 @@ class eliminator : factor_store {
   std::vector<int> order_;                        // the planned elimination order
   std::vector<bool> prune_;                       // per step: prune under epsilon
 
+  // Factors over one scope, two or more of them with several points in a cell (parallel
+  // paths between the same nodes, as the branches of an Inception module between its
+  // input and its concat), are joined first into one factor: each cell the exact
+  // (unpruned) staircase of their sum, back-pointers joined. Exact, and no prune is
+  // added. Left to the elimination, that sum is made once per cell of the new factor and
+  // config of v (the cell merger's explicit product), so as many times over as the new
+  // scope has configs outside theirs (and, as rows of a merge, it was slower: the module's
+  // input against the carried frontier took 21M heap pops, 4.2M after). Measured on
+  // inception-v3 (4 x 4 V100-16GB, k = 8, one thread): epsilon 0.05 10.3 -> 3.2 s, exact
+  // 24.1 -> 19.2 s, the same costs (strategies may differ between equal-cost points). A
+  // sum of two multi-point factors alone is merged pruned, without a product: not joined.
+  constexpr std::vector<std::size_t> join_parallel(std::vector<std::size_t> ids, frontier_result& r) {
+    auto multi = [&](std::size_t id) { return factors_[id].pts.size() > factors_[id].cells(); };
+    // only where the merge would build an explicit product: three or more joined factors
+    // with several points in a cell (a sum of two is merged pruned, without one)
+    std::size_t multis = 0;
+    for (std::size_t id : ids) multis += multi(id) ? 1 : 0;
+    if (multis < 3) return ids;
+    std::vector<bool> taken(ids.size(), false);
+    std::vector<std::size_t> out;
+    std::vector<candidate> cur, tmp, span_copy;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      if (taken[i]) continue;
+      taken[i] = true;
+      std::vector<std::size_t> group{ids[i]};
+      if (multi(ids[i]))
+        for (std::size_t j = i + 1; j < ids.size(); ++j)
+          if (!taken[j] && multi(ids[j]) && factors_[ids[j]].scope == factors_[ids[i]].scope) {
+            taken[j] = true;
+            group.push_back(ids[j]);
+          }
+      if (group.size() == 1) {
+        out.push_back(ids[i]);
+        continue;
+      }
+      factor joined;
+      joined.scope = factors_[group[0]].scope;
+      joined.dims = factors_[group[0]].dims;
+      joined.tagged = false;
+      cost_t old_memory = 0, old_time = 0;
+      for (std::size_t id : group) {
+        joined.tagged = joined.tagged || factors_[id].tagged;
+        old_memory = sat_add(old_memory, min_memory(factors_[id]));
+        old_time = sat_add(old_time, min_time(factors_[id]));
+      }
+      const std::size_t cells = factors_[group[0]].cells();
+      joined.start.reserve(cells + 1);
+      joined.start.push_back(0);
+      for (std::size_t x = 0; x < cells; ++x) {
+        cur.assign(1, candidate{0, 0, -1, -1});
+        for (std::size_t id : group) {
+          const factor& f = factors_[id];
+          const std::size_t n = f.start[x + 1] - f.start[x];
+          if (n == 0) {
+            cur.clear();
+            break;
+          }
+          add_span(cur, f.pts.data() + f.start[x], n, tmp, span_copy, trace_);
+        }
+        for (auto& c : cur)
+          if (c.memory <= limit_) joined.pts.push_back({c.time, c.memory, trace_.join(c.ta, c.tb)});
+        joined.start.push_back(joined.pts.size());
+      }
+      for (std::size_t id : group) {
+        factors_[id].alive = false;
+        bytes_ -= std::min(bytes_, bytes_of(factors_[id]));
+        factors_[id].pts = {};
+        factors_[id].start = {};
+      }
+      // the least costs only grow (each cell's least is at least the sum of the factors' least)
+      // (min_sum_ may be below the factors' current least: clamped, as in eliminate)
+      if (min_sum_ != cost_max && old_memory != cost_max)
+        min_sum_ = sat_add(std::max<cost_t>(0, min_sum_ - old_memory), min_memory(joined));
+      if (min_time_sum_ != cost_max && old_time != cost_max)
+        min_time_sum_ = sat_add(std::max<cost_t>(0, min_time_sum_ - old_time), min_time(joined));
+      out.push_back(factors_.size());
+      add_factor(std::move(joined));
+      ++r.parallel_joins;
+    }
+    return out;
+  }
+
   constexpr factor eliminate(int v, frontier_result& r, double delta) {
-    auto ids = live_factors(v);
+    auto ids = join_parallel(live_factors(v), r);
     std::vector<int> s = new_scope(v, ids);
     auto cells_of = [&] {
       std::size_t c = 1;
