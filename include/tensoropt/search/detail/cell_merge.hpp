@@ -95,7 +95,8 @@ struct cell_merger {
   std::vector<span> spans;     // filled by the caller for each cv, one per factor
   std::vector<cv_plan> plans;
   std::vector<merge_row> rows;
-  std::vector<merge_item> heap, out, pending;
+  std::vector<merge_item> heap, out, pending, scratch;
+  std::vector<std::size_t> run_ends;
   std::vector<frontier::point> pool;
   std::vector<candidate> cur, tmp, span_copy;
 
@@ -148,6 +149,38 @@ struct cell_merger {
       rows.push_back({bt + pl.a.p[i].time, bm + pl.a.p[i].memory, cv, std::int32_t(i)});
   }
 
+  /// Sorts `pending` into pop order. The rows of one cv usually enter in that order
+  /// already (their base costs come from a staircase), so sorted runs are merged bottom-up
+  /// (the same order: it is total); many short runs take std::sort.
+  constexpr void sort_pending() {
+    auto before = [](const merge_item& a, const merge_item& b) { return heap_after{}(b, a); };
+    run_ends.clear();
+    for (std::size_t i = 1; i < pending.size(); ++i)
+      if (before(pending[i], pending[i - 1])) run_ends.push_back(i);
+    run_ends.push_back(pending.size());
+    if (run_ends.size() == 1) return;
+    if (run_ends.size() * 8 > pending.size()) {
+      std::sort(pending.begin(), pending.end(), before);
+      return;
+    }
+    std::vector<std::size_t> ends;
+    while (run_ends.size() > 1) {
+      scratch.resize(pending.size());
+      ends.clear();
+      std::size_t from = 0;
+      for (std::size_t r = 0; r < run_ends.size(); r += 2) {
+        const std::size_t mid = run_ends[r], to = r + 1 < run_ends.size() ? run_ends[r + 1] : mid;
+        std::merge(pending.begin() + std::ptrdiff_t(from), pending.begin() + std::ptrdiff_t(mid),
+                   pending.begin() + std::ptrdiff_t(mid), pending.begin() + std::ptrdiff_t(to),
+                   scratch.begin() + std::ptrdiff_t(from), before);
+        ends.push_back(to);
+        from = to;
+      }
+      pending.swap(scratch);
+      run_ends.swap(ends);
+    }
+  }
+
   /// Merges every row + S into `out`: the cell's staircase, epsilon-pruned with delta (a
   /// point is dropped when the kept point before it has time <= (1 + delta) times its
   /// time), without the points whose memory exceeds `limit` (popped in memory order: the
@@ -163,18 +196,26 @@ struct cell_merger {
       const auto& s = plans[rows[r].cv].s;
       pending.push_back({rows[r].memory + s.p[0].memory, rows[r].time + s.p[0].time, std::uint32_t(r), 0});
     }
-    std::sort(pending.begin(), pending.end(),
-              [](const merge_item& a, const merge_item& b) { return heap_after{}(b, a); });
+    sort_pending();
     std::size_t np = 0;
-    cost_t best = 0;
-    bool any = false;
     // Under delta a point is kept only when it beats the last kept one by more than
     // (1 + delta) in time: the first such point in memory order is the one a prune of the
     // exact staircase keeps (a staircase point before it with no more time would have been
     // kept instead), so pruning during the merge gives the same costs and lets rows jump
     // past every point the prune would drop.
+    // beats(t), "f t < best" (t < best at delta 0), is t <= thr: the integer threshold is
+    // found once per kept point with the same floating-point test, which is monotone in t,
+    // so the binary searches compare integers.
     const double f = 1.0 + delta;
-    auto beats = [&](cost_t t) { return !any || (delta > 0 ? f * double(t) < double(best) : t < best); };
+    cost_t thr = std::numeric_limits<cost_t>::max();
+    auto threshold = [&](cost_t b) {
+      if (delta <= 0) return b - 1;
+      cost_t t = cost_t(double(b) / f);
+      while (t >= 0 && !(f * double(t) < double(b))) --t;
+      while (f * double(t + 1) < double(b)) ++t;
+      return t;
+    };
+    auto beats = [&](cost_t t) { return t <= thr; };
     while (np < pending.size() || !heap.empty()) {
       merge_item x;
       const bool from_heap = !(np < pending.size() && (heap.empty() || !heap_after{}(pending[np], heap.front())));
@@ -186,8 +227,7 @@ struct cell_merger {
       std::size_t next = x.j + 1;
       if (beats(x.time)) {
         out.push_back(x);
-        best = x.time;
-        any = true;
+        thr = threshold(x.time);
       } else {
         // first j > x.j whose point beats the last kept one (S's times decrease)
         std::size_t lo = x.j + 1, hi = s.n;

@@ -91,7 +91,19 @@ constexpr std::vector<candidate> sum_with_provenance(const std::vector<candidate
   std::vector<head> heap;
   std::size_t next_row = 0;
   const double f = 1 + delta;
-  auto covered = [&](cost_t t) { return !out.empty() && double(out.back().time) <= f * double(t); };
+  // A sum of time t may be kept iff it is not covered by the last kept point (f t < its
+  // time), beats it (t < its time) and is not filtered (f t < the filter's bound): t <=
+  // an integer threshold, found once per kept point and per pop with the same
+  // floating-point tests (monotone in t), so the binary searches compare integers.
+  constexpr cost_t none = std::numeric_limits<cost_t>::max();
+  auto below = [&](cost_t b) {  // the largest t with f t < b (t < b at delta 0)
+    if (delta <= 0) return b - 1;
+    cost_t t = cost_t(double(b) / f);
+    while (t >= 0 && !(f * double(t) < double(b))) --t;
+    while (f * double(t + 1) < double(b)) ++t;
+    return t;
+  };
+  cost_t kept_limit = none;  // from the last kept point
   while (next_row < a.size() || !heap.empty()) {
     head h;
     const bool from_heap = !(next_row < a.size() && (heap.empty() || !later(first_of(next_row), heap.front())));
@@ -100,16 +112,18 @@ constexpr std::vector<candidate> sum_with_provenance(const std::vector<candidate
     if (h.memory > limit) break;
     // the filter's bound at h.memory also bounds the later sums of row i (more memory)
     const cost_t fb = filter.bound(h.memory);
-    auto filtered = [&](cost_t t) { return fb != std::numeric_limits<cost_t>::max() && double(fb) <= f * double(t); };
-    if (!covered(h.time) && (out.empty() || h.time < out.back().time) && !filtered(h.time))
+    cost_t usable = fb == none ? kept_limit : std::min(kept_limit, below(fb));
+    if (h.time <= usable) {
       out.push_back({h.time, h.memory, h.i, h.j});
+      kept_limit = std::min(below(h.time), h.time - 1);
+      usable = fb == none ? kept_limit : std::min(kept_limit, below(fb));
+    }
     // next sum of row i that is not covered by the last kept point nor filtered
     const cost_t at = a[std::size_t(h.i)].time;
     std::size_t lo = std::size_t(h.j) + 1, hi = b.size();
     while (lo < hi) {
       const std::size_t mid = (lo + hi) / 2;
-      if (covered(at + b[mid].time) || (!out.empty() && at + b[mid].time >= out.back().time) || filtered(at + b[mid].time))
-        lo = mid + 1;
+      if (at + b[mid].time > usable) lo = mid + 1;
       else hi = mid;
     }
     const bool goes_on = lo < b.size();
