@@ -249,7 +249,7 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
   std::vector<int> segment_readers(n, 0);
   for (std::size_t j = 0; j < n; ++j)
     for (std::size_t s = 0; s < g.ops[j].inputs.size(); ++s)
-      if (g.ops[j].kind != op_kind::input && segment_input(int(j), s)) ++segment_readers[std::size_t(producer(int(j), s))];
+      if (segment_input(int(j), s)) ++segment_readers[std::size_t(producer(int(j), s))];
   auto readers_of = [&](int p) { return segment_readers[std::size_t(p)]; };
   auto rebuild = [&](auto& self, int p) -> int {
     auto& Sp = S[std::size_t(p)];

@@ -203,18 +203,9 @@ struct cell_merger {
     // exact staircase keeps (a staircase point before it with no more time would have been
     // kept instead), so pruning during the merge gives the same costs and lets rows jump
     // past every point the prune would drop.
-    // beats(t), "f t < best" (t < best at delta 0), is t <= thr: the integer threshold is
-    // found once per kept point with the same floating-point test, which is monotone in t,
-    // so the binary searches compare integers.
-    const double f = 1.0 + delta;
+    // beats(t), "(1 + delta) t < best" (t < best at delta 0), is t <= thr, the integer
+    // threshold of the last kept point (time_below), so the binary searches compare integers.
     cost_t thr = std::numeric_limits<cost_t>::max();
-    auto threshold = [&](cost_t b) {
-      if (delta <= 0) return b - 1;
-      cost_t t = cost_t(double(b) / f);
-      while (t >= 0 && !(f * double(t) < double(b))) --t;
-      while (f * double(t + 1) < double(b)) ++t;
-      return t;
-    };
     auto beats = [&](cost_t t) { return t <= thr; };
     while (np < pending.size() || !heap.empty()) {
       merge_item x;
@@ -227,7 +218,7 @@ struct cell_merger {
       std::size_t next = x.j + 1;
       if (beats(x.time)) {
         out.push_back(x);
-        thr = threshold(x.time);
+        thr = time_below(x.time, delta);
       } else {
         // first j > x.j whose point beats the last kept one (S's times decrease)
         std::size_t lo = x.j + 1, hi = s.n;

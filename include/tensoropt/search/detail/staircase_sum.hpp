@@ -42,6 +42,19 @@ constexpr std::size_t power_depth(std::size_t m) {
   return acc;
 }
 
+/// The largest time t with (1 + delta) t < b in floating point (t < b at delta 0): the
+/// merges' keep test ("beats the last kept point by more than 1 + delta") as an integer
+/// threshold. The test is monotone in t, so it holds exactly for t <= the threshold, which
+/// is found once per kept point instead of at every step of every binary search.
+constexpr cost_t time_below(cost_t b, double delta) {
+  if (delta <= 0) return b - 1;
+  const double f = 1 + delta;
+  cost_t t = cost_t(double(b) / f);
+  while (t >= 0 && !(f * double(t) < double(b))) --t;
+  while (f * double(t + 1) < double(b)) ++t;
+  return t;
+}
+
 /// Points already found (a staircase) that make a partial sum useless: a sum s whose every
 /// completion costs at least s + (off_time, off_memory) is dropped when a point u has
 /// u.memory <= s.memory + off_memory and u.time <= (1 + delta) (s.time + off_time), since u
@@ -90,19 +103,12 @@ constexpr std::vector<candidate> sum_with_provenance(const std::vector<candidate
   };
   std::vector<head> heap;
   std::size_t next_row = 0;
-  const double f = 1 + delta;
-  // A sum of time t may be kept iff it is not covered by the last kept point (f t < its
-  // time), beats it (t < its time) and is not filtered (f t < the filter's bound): t <=
-  // an integer threshold, found once per kept point and per pop with the same
-  // floating-point tests (monotone in t), so the binary searches compare integers.
+  // A sum of time t may be kept iff it is not covered by the last kept point ((1 + delta) t
+  // < its time), beats it (t < its time) and is not filtered ((1 + delta) t < the filter's
+  // bound): t <= an integer threshold (time_below), found once per kept point and per
+  // pop, so the binary searches compare integers.
   constexpr cost_t none = std::numeric_limits<cost_t>::max();
-  auto below = [&](cost_t b) {  // the largest t with f t < b (t < b at delta 0)
-    if (delta <= 0) return b - 1;
-    cost_t t = cost_t(double(b) / f);
-    while (t >= 0 && !(f * double(t) < double(b))) --t;
-    while (f * double(t + 1) < double(b)) ++t;
-    return t;
-  };
+  auto below = [&](cost_t b) { return time_below(b, delta); };
   cost_t kept_limit = none;  // from the last kept point
   while (next_row < a.size() || !heap.empty()) {
     head h;
