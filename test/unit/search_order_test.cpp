@@ -1,6 +1,8 @@
 // The elimination order's dynamic program (search/detail/elimination_order.hpp): its plan is
 // the least-score order (checked against every order of small random factor graphs), and
-// plan_elimination takes it only where it is no deeper and scores below the margin.
+// plan_elimination takes it only where it is no deeper and scores below the margin; cut
+// vertices (checked against removing each node) go after the other nodes of their rank, so
+// a ladder of residual blocks folds every block before its chain.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -113,4 +115,101 @@ TEST_CASE("plan_elimination takes the dynamic program's order only where it is n
   // above the least score often enough to exercise the replacement
   CHECK(replaced > 0);
   MESSAGE("orders replaced: " << replaced << " of 400");
+}
+
+namespace {
+// connected parts of the graph of g's scopes without node `gone` (-1: none)
+int parts_without(const graph& g, int gone) {
+  const std::size_t n = g.dom.size();
+  std::vector<int> root(n);
+  for (std::size_t v = 0; v < n; ++v) root[v] = int(v);
+  auto find = [&](int v) {
+    while (root[std::size_t(v)] != v) v = root[std::size_t(v)] = root[std::size_t(root[std::size_t(v)])];
+    return v;
+  };
+  for (const auto& f : g.factors)
+    for (int a : f.scope)
+      for (int b : f.scope)
+        if (a != gone && b != gone) root[std::size_t(find(a))] = find(b);
+  int parts = 0;
+  for (std::size_t v = 0; v < n; ++v) parts += int(v) != gone && find(int(v)) == int(v);
+  return parts;
+}
+}  // namespace
+
+TEST_CASE("cut vertices: exactly the nodes whose removal leaves more connected parts") {
+  std::mt19937_64 rng(5);
+  int cuts = 0, checked = 0;
+  for (int t = 0; t < 400; ++t) {
+    graph g = random_graph(rng, 1 + int(t % 20));
+    // a second component now and then (the test is per component)
+    if (t % 3 == 0) {
+      const int n = int(g.dom.size());
+      for (int v = 0; v < 4; ++v) {
+        g.dom.push_back(2);
+        g.factors.push_back({{n + v}, {}, {}, {}});
+        if (v) g.factors.push_back({{n + v - 1, n + v}, {}, {}, {}});
+      }
+    }
+    const auto cut = td::cut_vertices(g.factors, g.dom.size());
+    REQUIRE(cut.size() == g.dom.size());
+    const int whole = parts_without(g, -1);
+    for (std::size_t v = 0; v < g.dom.size(); ++v) {
+      // removing v loses v's own part when v was alone in it
+      bool alone = true;
+      for (const auto& f : g.factors)
+        if (f.scope.size() > 1 && std::find(f.scope.begin(), f.scope.end(), int(v)) != f.scope.end()) alone = false;
+      const bool more = parts_without(g, int(v)) > whole - (alone ? 1 : 0);
+      CHECK(cut[v] == more);
+      cuts += more;
+      ++checked;
+    }
+  }
+  CHECK(cuts > 100);
+  MESSAGE("nodes checked: " << checked << ", cut vertices: " << cuts);
+}
+
+TEST_CASE("a ladder of residual blocks: every block folds before its chain, whose ends go first") {
+  // blocks x_i -> a_i -> b_i -> add_i, with the skip x_i -> add_i and add_i -> x_{i+1}
+  // (a ResNet's residual stream); the stream's nodes are the cut vertices; the last is kept
+  for (const std::size_t wide : {std::size_t(8), std::size_t(200)}) {
+    graph g;
+    const int blocks = 9;
+    auto node = [&](std::size_t d) {
+      g.dom.push_back(d);
+      g.factors.push_back({{int(g.dom.size() - 1)}, {}, {}, {}});
+      return int(g.dom.size() - 1);
+    };
+    auto edge = [&](int a, int b) { g.factors.push_back({{std::min(a, b), std::max(a, b)}, {}, {}, {}}); };
+    std::vector<int> stream{node(wide)};
+    for (int i = 0; i < blocks; ++i) {
+      // wider blocks first: the greedy order without the cut-vertex tier waited for them
+      const std::size_t d = i < 3 ? wide : 40;
+      const int a = node(d), b = node(d), add = node(d), x = node(d);
+      edge(stream.back(), a);
+      edge(a, b);
+      edge(b, add);
+      edge(stream.back(), add);
+      edge(add, x);
+      stream.push_back(add);
+      stream.push_back(x);
+    }
+    g.kept.assign(g.dom.size(), false);
+    g.kept.back() = true;
+    g.late.assign(g.dom.size(), false);
+    g.classed.assign(g.dom.size(), false);
+    const auto cut = td::cut_vertices(g.factors, g.dom.size());
+    for (std::size_t v = 0; v < g.dom.size(); ++v)
+      CHECK(cut[v] == (std::find(stream.begin() + 1, stream.end() - 1, int(v)) != stream.end() - 1));
+    const auto plan = td::plan_elimination(g.factors, g.dom, g.kept, g.late, g.classed);
+    // every other node before the cut vertices, which then go from the chain's free end
+    // (each step a frontier over one node joined with a block's table)
+    const std::vector<int> chain(stream.begin() + 1, stream.end() - 1);
+    const std::size_t inner = plan.order.size() - chain.size();
+    for (std::size_t s = 0; s < plan.order.size(); ++s) {
+      const auto v = std::size_t(plan.order[s]);
+      CHECK(cut[v] == (s >= inner));
+      if (s >= inner) CHECK(plan.order[s] == chain[s - inner]);
+    }
+  }
 }
