@@ -789,4 +789,77 @@ TEST_CASE("a search skipped before its per-layer solves: its exact restricted po
   MESSAGE("skipped " << skipped << ": " << by_lines << " on scalar searches, " << by_layer << " on T's coarse table");
   CHECK(by_lines > 0);  // skipped on scalar searches alone (the coarse tables' own tests are above)
 }
+
+TEST_CASE("so_far: per-layer solves made before the known points are all in leave the result unchanged") {
+  std::mt19937_64 rng(4242);
+  int groups = 0, early = 0, skipped = 0;
+  for (int it = 0; it < 40; ++it) {
+    CAPTURE(it);
+    std::vector<generated> gs;
+    auto g = random_repeated(rng, int(rng() % 2), 3 + int(rng() % 5), 1 + int(rng() % 2), int(rng() % 2), 3, it % 2 == 1);
+    if (strategies(g.p) > 100000) continue;
+    gs.push_back(g);
+    for (std::int64_t r : {0, 5, 40}) {  // slower copies: some covered by the first, some not
+      auto worse = g;
+      for (auto& n : worse.p.nodes)
+        for (auto& c : n.configs) c.time += c.time * r / 100;
+      gs.push_back(worse);
+    }
+    ++groups;
+    const double eps = std::array<double, 3>{0.0, 0.05, 0.2}[std::size_t(it % 3)];
+    // skip_epsilon 0 leaves no coarse solve before the exact ones, so `so_far` is asked
+    // (0.5 keeps the coarse tables first, and `so_far` must not be asked)
+    const double skip = it % 4 == 3 ? 0.5 : 0.0;
+    auto run = [&](bool ready, int& asked) {
+      std::vector<std::vector<to::frontier::point>> guaranteed(gs.size());
+      std::vector<to::frontier_result> out;
+      for (std::size_t i = 0; i < gs.size(); ++i) {
+        to::repeated_bounds b;
+        auto before = [&, i] {
+          std::vector<to::frontier::point> v;
+          for (std::size_t j = 0; j < i; ++j) v.insert(v.end(), guaranteed[j].begin(), guaranteed[j].end());
+          return v;
+        };
+        b.exchange = [&, i, before](std::vector<to::frontier::point> mine) {
+          guaranteed[i] = std::move(mine);
+          return before();
+        };
+        b.known = before;
+        b.skip_epsilon = skip;
+        // early: only half of the points in so far (they skip nothing the whole set does not)
+        b.so_far = [&, ready, before]() -> std::optional<std::vector<to::frontier::point>> {
+          ++asked;
+          if (ready) return std::nullopt;
+          auto v = before();
+          v.resize(v.size() / 2);
+          return v;
+        };
+        out.push_back(to::solve_repeated(gs[i].p, gs[i].rb, {.epsilon = eps}, b));
+      }
+      return out;
+    };
+    int asked_now = 0, asked_late = 0;
+    const auto now = run(true, asked_now), late = run(false, asked_late);
+    CHECK(asked_now == asked_late);
+    if (skip > 0) CHECK(asked_late == 0);
+    early += asked_late;
+    REQUIRE(now.size() == late.size());
+    for (std::size_t i = 0; i < now.size(); ++i) {
+      CHECK(now[i].skipped == late[i].skipped);
+      CHECK(now[i].note == late[i].note);
+      skipped += late[i].skipped;
+      REQUIRE(now[i].points.size() == late[i].points.size());
+      for (std::size_t j = 0; j < now[i].points.size(); ++j) {
+        CHECK(now[i].points[j].time == late[i].points[j].time);
+        CHECK(now[i].points[j].memory == late[i].points[j].memory);
+        CHECK(now[i].points[j].choice == late[i].points[j].choice);
+      }
+      check_recost(gs[i].p, late[i]);
+    }
+  }
+  MESSAGE("groups " << groups << ", searches with early per-layer solves " << early << ", skipped " << skipped);
+  CHECK(groups > 20);
+  CHECK(early > 20);
+  CHECK(skipped > 0);
+}
 }  // namespace search_repeated_test_file

@@ -244,6 +244,31 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
             };
             if (pos > 0) {
               rbd.known = [&, pos] { return published_before(pos); };
+              // the wait is used for this count's per-layer solves once fewer counts before it
+              // are still out than threads (waiting idle until then, its token given back: run
+              // further ahead, more of them would be spent on counts the others then skip)
+              rbd.so_far = [&, pos]() -> std::optional<std::vector<frontier::point>> {
+                std::unique_lock lock(mu);
+                auto out = [&] {
+                  std::size_t n = 0;
+                  for (std::size_t i = 0; i < pos; ++i) n += !published[i];
+                  return n;
+                };
+                if (out() >= hw) {
+                  lock.unlock();
+                  running.release();
+                  lock.lock();
+                  published_cv.wait(lock, [&] { return out() < hw; });
+                  lock.unlock();
+                  running.acquire();
+                  lock.lock();
+                }
+                if (out() == 0) return std::nullopt;
+                std::vector<frontier::point> in;
+                for (std::size_t i = 0; i < pos; ++i)
+                  if (published[i]) in.insert(in.end(), published[i]->begin(), published[i]->end());
+                return in;
+              };
               // the whole count is beaten when those points lie at or below a lower bound of
               // every strategy (plan/job_bounds.hpp); tested once they are in, so the count's
               // coarse per-layer solves run while the counts before it are still searching

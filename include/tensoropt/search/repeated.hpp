@@ -67,6 +67,7 @@
 #include <cstdio>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 #include "solve.hpp"
@@ -110,6 +111,17 @@ struct repeated_bounds {
   /// With `known` and skip_epsilon: the most scalar searches of the layer (lines) the test
   /// before the coarse solves takes (detail/repeated_tables.hpp, layouts_covered_by_lines).
   std::size_t max_lines = 12;
+  /// Optional, with `known`: where `known` would wait and the caller wants the wait used,
+  /// the points `known` will give that are in so far (nullopt where they are all in; it may
+  /// wait until the caller wants the wait used). Then, where no coarse
+  /// per-layer solve can come before the exact ones (skip_epsilon at or below the inner
+  /// solves' epsilon) and those points do not already skip the search (skip_if or the
+  /// lines: more points only skip more), the exact per-layer solves run first, while the
+  /// other searches finish. They are the solves this search makes next unless it is
+  /// skipped, so the result is the same either way (a search skipped after all only spent
+  /// them). Without it the searches of a planner whose per-layer solves dominate
+  /// (wresnet-13b's A part) ran one at a time.
+  std::function<std::optional<std::vector<frontier::point>>()> so_far;
 };
 
 namespace detail {
@@ -189,8 +201,23 @@ inline frontier_result solve_repeated_split(const problem& p, const repeated_blo
   // least time, least memory and lines, taken where the known points ask for them), then,
   // where those ran out of lines and the inner solves are finer than skip_epsilon, from
   // coarse tables: T's alone with A and Z below one corner, then A's and Z's too.
+  std::optional<detail::repeated_tables> early;
   if (bounds.known) {
     const auto scalars = detail::layer_scalars_of(p, rb, s, max_bytes);
+    if (bounds.so_far && !(bounds.skip_epsilon > inner.epsilon)) {
+      if (const auto in = bounds.so_far()) {
+        bool skips = bounds.skip_if && !bounds.skip_if(*in).empty();
+        if (!skips) {
+          std::vector<detail::candidate> pts;
+          for (auto& q : *in) pts.push_back({q.time, q.memory, -1, -1});
+          detail::pareto_filter(pts);
+          std::size_t lines = 0;
+          skips = detail::layouts_covered_by_lines(scalars, s, pts, limit, o.epsilon, max_bytes, bounds.max_lines,
+                                                   lines) == detail::lines_outcome::covered;
+        }
+        if (!skips) early = detail::repeated_parts(p, rb, s, inner, true);
+      }
+    }
     take_known();
     if (!skip_reason.empty()) return skip_whole(skip_reason, true);
     std::size_t lines = 0;
@@ -226,7 +253,7 @@ inline frontier_result solve_repeated_split(const problem& p, const repeated_blo
                           false);
     }
   }
-  const auto parts = detail::repeated_parts(p, rb, s, inner, true);
+  const auto parts = early ? std::move(*early) : detail::repeated_parts(p, rb, s, inner, true);
   const auto& fa = parts.a;
   const auto& ft = parts.t;
   const auto& fz = parts.z;
