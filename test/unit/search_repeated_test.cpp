@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <random>
 #include <tensoropt/search/repeated.hpp>
 #include "random_problem.hpp"
@@ -723,6 +724,23 @@ TEST_CASE("the skip test from scalar lines: when it says covered, brute force ag
   CHECK(lines_used > 0);  // the lines decide some cases the corners alone do not
 }
 
+// The bounds of search i of a union whose searches hand on their points in order:
+// `exchange` keeps search i's guaranteed points and gives back those of the searches before.
+to::repeated_bounds chained_bounds(std::vector<std::vector<to::frontier::point>>& guaranteed, std::size_t i) {
+  to::repeated_bounds b;
+  auto before = [&guaranteed, i] {
+    std::vector<to::frontier::point> v;
+    for (std::size_t j = 0; j < i; ++j) v.insert(v.end(), guaranteed[j].begin(), guaranteed[j].end());
+    return v;
+  };
+  b.exchange = [&guaranteed, i, before](std::vector<to::frontier::point> mine) {
+    guaranteed[i] = std::move(mine);
+    return before();
+  };
+  b.known = before;
+  return b;
+}
+
 TEST_CASE("a search skipped before its per-layer solves: its exact restricted points are covered by the union") {
   std::mt19937_64 rng(2718);
   int skipped = 0, groups = 0, by_layer = 0, by_lines = 0;
@@ -750,17 +768,7 @@ TEST_CASE("a search skipped before its per-layer solves: its exact restricted po
     std::vector<std::vector<to::frontier::point>> guaranteed(gs.size());
     std::vector<to::frontier_result> bounded, alone;
     for (std::size_t i = 0; i < gs.size(); ++i) {
-      to::repeated_bounds b;
-      auto before = [&, i] {
-        std::vector<to::frontier::point> v;
-        for (std::size_t j = 0; j < i; ++j) v.insert(v.end(), guaranteed[j].begin(), guaranteed[j].end());
-        return v;
-      };
-      b.exchange = [&, i, before](std::vector<to::frontier::point> mine) {
-        guaranteed[i] = std::move(mine);
-        return before();
-      };
-      b.known = before;
+      to::repeated_bounds b = chained_bounds(guaranteed, i);
       b.skip_epsilon = it % 2 == 0 ? 0.1 : 0.5;
       if (it % 2 == 1) b.max_lines = 0;  // the lines undecided at once: the coarse tables may run
       bounded.push_back(to::solve_repeated(gs[i].p, gs[i].rb, {.epsilon = eps}, b));
@@ -814,20 +822,10 @@ TEST_CASE("so_far: per-layer solves made before the known points are all in leav
       std::vector<std::vector<to::frontier::point>> guaranteed(gs.size());
       std::vector<to::frontier_result> out;
       for (std::size_t i = 0; i < gs.size(); ++i) {
-        to::repeated_bounds b;
-        auto before = [&, i] {
-          std::vector<to::frontier::point> v;
-          for (std::size_t j = 0; j < i; ++j) v.insert(v.end(), guaranteed[j].begin(), guaranteed[j].end());
-          return v;
-        };
-        b.exchange = [&, i, before](std::vector<to::frontier::point> mine) {
-          guaranteed[i] = std::move(mine);
-          return before();
-        };
-        b.known = before;
+        to::repeated_bounds b = chained_bounds(guaranteed, i);
         b.skip_epsilon = skip;
         // early: only half of the points in so far (they skip nothing the whole set does not)
-        b.so_far = [&, ready, before]() -> std::optional<std::vector<to::frontier::point>> {
+        b.so_far = [&, ready, before = b.known]() -> std::optional<std::vector<to::frontier::point>> {
           ++asked;
           if (ready) return std::nullopt;
           auto v = before();
