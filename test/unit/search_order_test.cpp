@@ -137,6 +137,14 @@ int parts_without(const graph& g, int gone) {
 }
 }  // namespace
 
+// in a constant expression too: a chain 0 - 1 - 2 hanging off a triangle 2 - 3 - 4
+static_assert([] {
+  std::vector<td::factor> f;
+  for (auto [a, b] : {std::pair{0, 1}, {1, 2}, {2, 3}, {3, 4}, {2, 4}}) f.push_back({{a, b}, {}, {}, {}});
+  const auto c = td::cut_vertices(f, 5);
+  return !c[0] && c[1] && c[2] && !c[3] && !c[4];
+}());
+
 TEST_CASE("cut vertices: exactly the nodes whose removal leaves more connected parts") {
   std::mt19937_64 rng(5);
   int cuts = 0, checked = 0;

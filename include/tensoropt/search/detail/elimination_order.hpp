@@ -314,8 +314,9 @@ constexpr elimination_order greedy_elimination(const std::vector<factor>& factor
   constexpr std::size_t crowded = 64;
   // cut vertices last only where the dynamic program does not plan (see the header)
   const auto free_nodes = std::size_t(std::count(kept.begin(), kept.end(), false));
-  const std::vector<bool> cut =
-      free_nodes > exact_order::max_nodes ? cut_vertices(factors, n) : std::vector<bool>(n, false);
+  // an if, not ?: (GCC 12's constant evaluator rejects the conditional's temporaries)
+  std::vector<bool> cut(n, false);
+  if (free_nodes > exact_order::max_nodes) cut = cut_vertices(factors, n);
   // A score is (tier, work), compared lexicographically: the tier puts `late` nodes last,
   // then orders by the new factor's rank (0 up to two nodes, else its node count), cut
   // vertices (see the header) after the others of one rank.
