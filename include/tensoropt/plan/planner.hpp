@@ -154,25 +154,33 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
   // At most 2 hw jobs are started at once (each holds its tables, so memory is bounded).
   const std::size_t hw = opt.threads > 0 ? opt.threads : std::max(1u, std::thread::hardware_concurrency());
   std::counting_semaphore<> running(std::ptrdiff_t(std::min<std::size_t>(hw, 1 << 20)));
+  // With `lock` held on mu: waits until `until()`, its token given back meanwhile.
+  auto wait_idle = [&](std::unique_lock<std::mutex>& lock, auto until) {
+    if (until()) return;
+    lock.unlock();
+    running.release();
+    lock.lock();
+    published_cv.wait(lock, until);
+    lock.unlock();
+    running.acquire();
+    lock.lock();
+  };
+  // With mu held: how many jobs before `pos` have not published, and the points of those that have.
+  auto out_before = [&](std::size_t pos) {
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < pos; ++i) n += !published[i];
+    return n;
+  };
+  auto points_before = [&](std::size_t pos) {
+    std::vector<frontier::point> all;
+    for (std::size_t i = 0; i < pos; ++i)
+      if (published[i]) all.insert(all.end(), published[i]->begin(), published[i]->end());
+    return all;
+  };
   auto published_before = [&](std::size_t pos) {
     std::unique_lock lock(mu);
-    auto ready = [&] {
-      for (std::size_t i = 0; i < pos; ++i)
-        if (!published[i]) return false;
-      return true;
-    };
-    if (!ready()) {
-      lock.unlock();
-      running.release();
-      lock.lock();
-      published_cv.wait(lock, ready);
-      lock.unlock();
-      running.acquire();
-      lock.lock();
-    }
-    std::vector<frontier::point> all;
-    for (std::size_t i = 0; i < pos; ++i) all.insert(all.end(), published[i]->begin(), published[i]->end());
-    return all;
+    wait_idle(lock, [&] { return out_before(pos) == 0; });
+    return points_before(pos);
   };
   std::atomic<std::size_t> next{0};
   std::size_t done = 0;
@@ -249,25 +257,9 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
               // further ahead, more of them would be spent on counts the others then skip)
               rbd.so_far = [&, pos]() -> std::optional<std::vector<frontier::point>> {
                 std::unique_lock lock(mu);
-                auto out = [&] {
-                  std::size_t n = 0;
-                  for (std::size_t i = 0; i < pos; ++i) n += !published[i];
-                  return n;
-                };
-                if (out() >= hw) {
-                  lock.unlock();
-                  running.release();
-                  lock.lock();
-                  published_cv.wait(lock, [&] { return out() < hw; });
-                  lock.unlock();
-                  running.acquire();
-                  lock.lock();
-                }
-                if (out() == 0) return std::nullopt;
-                std::vector<frontier::point> in;
-                for (std::size_t i = 0; i < pos; ++i)
-                  if (published[i]) in.insert(in.end(), published[i]->begin(), published[i]->end());
-                return in;
+                wait_idle(lock, [&] { return out_before(pos) < hw; });
+                if (out_before(pos) == 0) return std::nullopt;
+                return points_before(pos);
               };
               // the whole count is beaten when those points lie at or below a lower bound of
               // every strategy (plan/job_bounds.hpp); tested once they are in, so the count's

@@ -177,11 +177,16 @@ inline frontier_result solve_repeated_split(const problem& p, const repeated_blo
   // and before its coarse pass, so that a search waits for the others as late as it can.
   std::vector<detail::candidate> others;
   std::string skip_reason;
+  auto staircase = [](const std::vector<frontier::point>& pts) {
+    std::vector<detail::candidate> out;
+    for (auto& q : pts) out.push_back({q.time, q.memory, -1, -1});
+    detail::pareto_filter(out);
+    return out;
+  };
   auto take_known = [&] {
     const auto pts = bounds.known();
     if (bounds.skip_if) skip_reason = bounds.skip_if(pts);
-    for (auto& q : pts) others.push_back({q.time, q.memory, -1, -1});
-    detail::pareto_filter(others);
+    others = staircase(pts);
   };
   // The whole search skipped: it returns nothing and guarantees nothing to the others.
   // `exact`: nothing is lost (beaten outright), else only within the epsilon bound.
@@ -208,12 +213,9 @@ inline frontier_result solve_repeated_split(const problem& p, const repeated_blo
       if (const auto in = bounds.so_far()) {
         bool skips = bounds.skip_if && !bounds.skip_if(*in).empty();
         if (!skips) {
-          std::vector<detail::candidate> pts;
-          for (auto& q : *in) pts.push_back({q.time, q.memory, -1, -1});
-          detail::pareto_filter(pts);
           std::size_t lines = 0;
-          skips = detail::layouts_covered_by_lines(scalars, s, pts, limit, o.epsilon, max_bytes, bounds.max_lines,
-                                                   lines) == detail::lines_outcome::covered;
+          skips = detail::layouts_covered_by_lines(scalars, s, staircase(*in), limit, o.epsilon, max_bytes,
+                                                   bounds.max_lines, lines) == detail::lines_outcome::covered;
         }
         if (!skips) early = detail::repeated_parts(p, rb, s, inner, true);
       }
