@@ -300,54 +300,65 @@ TEST_CASE("the planner says which mode ran and why") {
 TEST_CASE("planner results do not depend on the number of threads") {
   const auto& m = to::models::find("gpt3-125m");
   const auto cl = zoo_cluster(m, 2);
-  to::planner_options o;
-  o.micro_batches = {16, 32, 64, 128};
-  o.baselines = false;
-  o.mode = to::search_mode::fast;
-  o.solve.epsilon = 0.01;
-  o.threads = 1;
-  const auto one = to::plan_frontier(m.lower(), cl, o);
-  o.threads = 3;
-  const auto three = to::plan_frontier(m.lower(), cl, o);
-  REQUIRE(one.points.size() == three.points.size());
-  for (std::size_t i = 0; i < one.points.size(); ++i) {
-    CHECK(one.points[i].time == three.points[i].time);
-    CHECK(one.points[i].memory == three.points[i].memory);
-    CHECK(one.points[i].micro_batches == three.points[i].micro_batches);
-    CHECK(one.points[i].choice == three.points[i].choice);
+  // fast mode under epsilon; exact mode, whose folds take the points of the counts before them
+  for (const auto mode : {to::search_mode::fast, to::search_mode::exact}) {
+    CAPTURE(to::mode_name(mode));
+    to::planner_options o;
+    o.micro_batches = {16, 32, 64, 128};
+    o.baselines = false;
+    o.mode = mode;
+    o.solve.epsilon = mode == to::search_mode::fast ? 0.01 : 0;
+    o.threads = 1;
+    const auto one = to::plan_frontier(m.lower(), cl, o);
+    o.threads = 3;
+    const auto three = to::plan_frontier(m.lower(), cl, o);
+    REQUIRE(one.points.size() == three.points.size());
+    for (std::size_t i = 0; i < one.points.size(); ++i) {
+      CHECK(one.points[i].time == three.points[i].time);
+      CHECK(one.points[i].memory == three.points[i].memory);
+      CHECK(one.points[i].micro_batches == three.points[i].micro_batches);
+      CHECK(one.points[i].choice == three.points[i].choice);
+    }
+    CHECK(one.mode_notes == three.mode_notes);
   }
-  CHECK(one.mode_notes == three.mode_notes);
 }
 
 TEST_CASE("micro-batch counts bounded by the ones before them: the same frontier, fewer points searched") {
   const auto& m = to::models::find("gpt3-125m");
   const auto cl = zoo_cluster(m, 2);
-  to::planner_options o;
-  o.micro_batches = {8, 16, 32, 64, 128};
-  o.baselines = false;
-  o.runtime_peak = false;
-  o.check_restriction = false;
-  o.mode = to::search_mode::fast;
-  o.job_bounds = false;
-  const auto alone = to::plan_frontier(m.lower(), cl, o);
-  o.job_bounds = true;
-  for (const std::size_t threads : {std::size_t(1), std::size_t(2)}) {
-    CAPTURE(threads);
-    o.threads = threads;
-    const auto bounded = to::plan_frontier(m.lower(), cl, o);
-    REQUIRE(bounded.points.size() == alone.points.size());
-    for (std::size_t i = 0; i < alone.points.size(); ++i) {
-      CHECK(bounded.points[i].time == alone.points[i].time);
-      CHECK(bounded.points[i].memory == alone.points[i].memory);
+  // fast mode (coarse passes and skips) and exact mode (the chain fold's branch-and-bound set
+  // gains the points of the counts before it)
+  for (const auto mode : {to::search_mode::fast, to::search_mode::exact}) {
+    CAPTURE(to::mode_name(mode));
+    to::planner_options o;
+    o.micro_batches = {8, 16, 32, 64, 128};
+    o.baselines = false;
+    o.runtime_peak = false;
+    o.check_restriction = false;
+    o.mode = mode;
+    o.job_bounds = false;
+    const auto alone = to::plan_frontier(m.lower(), cl, o);
+    o.job_bounds = true;
+    for (const std::size_t threads : {std::size_t(1), std::size_t(2)}) {
+      CAPTURE(threads);
+      o.threads = threads;
+      const auto bounded = to::plan_frontier(m.lower(), cl, o);
+      REQUIRE(bounded.points.size() == alone.points.size());
+      for (std::size_t i = 0; i < alone.points.size(); ++i) {
+        CHECK(bounded.points[i].time == alone.points[i].time);
+        CHECK(bounded.points[i].memory == alone.points[i].memory);
+        CHECK(bounded.points[i].micro_batches == alone.points[i].micro_batches);
+      }
+      // some micro-batch count returned fewer points: the bounds of the others cut it
+      std::size_t fewer = 0;
+      for (std::size_t p = 0; p < alone.parts.size(); ++p) {
+        CHECK(bounded.parts[p].micro_batches == alone.parts[p].micro_batches);
+        CHECK(bounded.parts[p].mode == mode);
+        CHECK(bounded.parts[p].frontier.points.size() <= alone.parts[p].frontier.points.size());
+        fewer += bounded.parts[p].frontier.points.size() < alone.parts[p].frontier.points.size();
+      }
+      CHECK(fewer > 0);
     }
-    // some micro-batch count returned fewer points: the bounds of the others cut it
-    std::size_t fewer = 0;
-    for (std::size_t p = 0; p < alone.parts.size(); ++p) {
-      CHECK(bounded.parts[p].micro_batches == alone.parts[p].micro_batches);
-      CHECK(bounded.parts[p].frontier.points.size() <= alone.parts[p].frontier.points.size());
-      fewer += bounded.parts[p].frontier.points.size() < alone.parts[p].frontier.points.size();
-    }
-    CHECK(fewer > 0);
   }
 }
 

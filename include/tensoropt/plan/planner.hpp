@@ -19,7 +19,12 @@
 // not depend on the number of threads or on which job finishes first; at epsilon 0 the
 // union is the one the jobs give alone (tested), and under epsilon it keeps the bound.
 // A fast-mode job is skipped as a whole when those points lie at or below a lower bound of
-// all its strategies (plan/job_bounds.hpp). Threads: `threads` jobs compute at once; a job
+// all its strategies (plan/job_bounds.hpp). An exact-mode job whose identical layers are
+// folded (search/repeated_exact.hpp) hands on its fast-mode points (real strategies) and
+// adds those of the jobs before it to its own branch-and-bound set: the union keeps every
+// cost it has alone (tested), and the folds keep fewer points (gpt3-1.3b on 4 x V100-16GB,
+// exact, one thread: the jobs' search 8.2 -> 5.0 s; 64, 32, 16 and 8 micro-batches then
+// return no point). Threads: `threads` jobs compute at once; a job
 // waiting for the points of the jobs before it hands its turn to the next job, which
 // builds its problem and solves its coarse per-layer tables meanwhile (at most 2 x threads
 // jobs are started at once). Measured on gpt3-39b (8 x 8 V100-16GB, epsilon 0.01, 2
@@ -42,6 +47,7 @@
 #include <mutex>
 #include <semaphore>
 #include <thread>
+#include <tuple>
 #include <cstdio>
 #include <functional>
 #include <limits>
@@ -189,6 +195,9 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
   // Searches alive at once share the machine's memory.
   solve_options so = opt.solve;
   if (so.max_bytes == 0) so.max_bytes = detail::default_max_bytes() / started;
+  static constexpr const char* beaten =
+      "skipped: beaten by the points of the larger micro-batch counts, which lie at or below a lower bound of "
+      "every strategy (edges at their least cost)";
   auto work = [&] {
     for (;;) {
       running.acquire();
@@ -237,7 +246,9 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
               " points in the last factor");
         };
         const bool fits = least <= double(opt.solve.memory_limit);
-        if (!fits || mc.mode != search_mode::fast || !opt.job_bounds) publish(pos, {});
+        const bool folds = mc.mode == search_mode::exact && so.epsilon == 0 && !mc.block.instances.empty() &&
+                           check_repeated(built->prob, mc.block).empty();
+        if (!fits || !(mc.mode == search_mode::fast || folds) || !opt.job_bounds) publish(pos, {});
         if (!fits) {
           part.why = "skipped: even the least memory of every op exceeds the memory limit";
           part.frontier.exact = true;
@@ -266,23 +277,38 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
               // coarse per-layer solves run while the counts before it are still searching
               rbd.skip_if = [&, lb = detail::edge_free_bound(built->prob, opt.solve.memory_limit)](
                                 const std::vector<frontier::point>& before) {
-                return detail::all_dominated(lb, before)
-                           ? std::string("skipped: beaten by the points of the larger micro-batch counts, which "
-                                         "lie at or below a lower bound of every strategy (edges at their least cost)")
-                           : std::string();
+                return detail::all_dominated(lb, before) ? std::string(beaten) : std::string();
               };
             }
           }
           part.frontier = solve_repeated(built->prob, mc.block, so, rbd);
           if (part.frontier.skipped) part.why = part.frontier.note;
-        } else if (so.epsilon == 0 && !mc.block.instances.empty() && check_repeated(built->prob, mc.block).empty()) {
-          part.frontier = solve_repeated_exact(built->prob, mc.block, so);  // exact, identical layers folded once
+        } else if (folds) {
+          // exact, identical layers folded once; bounded by its own fast-mode points and those
+          // of the counts before it (real strategies: the union stays exact)
+          // (skipped where those lie at or below a lower bound of all its strategies, as fast mode's)
+          known_exchange ex;
+          if (opt.job_bounds)
+            ex = [&, pos, cap = built->time_cap](std::vector<frontier::point> mine) -> std::optional<std::vector<frontier::point>> {
+              std::erase_if(mine, [&](const frontier::point& q) { return q.time >= cap; });
+              publish(pos, std::move(mine));
+              auto before = published_before(pos);
+              if (pos > 0 && detail::all_dominated(detail::edge_free_bound(built->prob, opt.solve.memory_limit), before))
+                return std::nullopt;
+              return before;
+            };
+          part.frontier = solve_repeated_exact(built->prob, mc.block, so, ex);
+          if (part.frontier.skipped) part.why = beaten;
+          publish(pos, {});  // where the search made no K (nothing published yet): the counts after it go on
         } else {
           part.frontier = solve(built->prob, so, report);
         }
         part.solve_seconds = detail::seconds_since(ts);
         std::erase_if(part.frontier.points, [&](const auto& q) { return q.time >= built->time_cap; });
-        auto mine = label_points(built->prob, part.frontier, int(k));
+        // labelled once the union is known (most points fall off it)
+        std::vector<frontier_point> mine;
+        mine.reserve(part.frontier.points.size());
+        for (auto& q : part.frontier.points) mine.push_back({q.time, q.memory, q.choice, int(k), {}});
         part.built = std::move(built);
         std::lock_guard lock(mu);
         ++done;
@@ -294,12 +320,23 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
             " points; " + part.why);
         entries[idx] = std::move(mine);
         pf.parts[idx] = std::move(part);
-        // Release the problems that no longer contribute to the union so far.
-        const auto merged = merge_frontiers(entries);
+        // Release the problems that no longer contribute to the union so far (the union as
+        // merge_frontiers takes it, on the costs alone: copying the points cost 1 s on gpt3-1.3b).
+        struct key { cost_t memory, time; int micro_batches; std::size_t part; };
+        std::vector<key> keys;
+        for (std::size_t p = 0; p < entries.size(); ++p)
+          for (auto& e : entries[p]) keys.push_back({e.memory, e.time, e.micro_batches, p});
+        std::sort(keys.begin(), keys.end(), [](const key& a, const key& b) {
+          return std::tie(a.memory, a.time, a.micro_batches) < std::tie(b.memory, b.time, b.micro_batches);
+        });
         std::vector<bool> used(pf.parts.size(), false);
-        for (auto& e : merged)
-          for (std::size_t p = 0; p < pf.parts.size(); ++p)
-            if (pf.parts[p].micro_batches == e.micro_batches) used[p] = true;
+        cost_t best = std::numeric_limits<cost_t>::max();
+        for (auto& x : keys)
+          if (x.time < best) {
+            best = x.time;
+            for (std::size_t p = 0; p < pf.parts.size(); ++p)  // every part of that count, as part_of below
+              if (pf.parts[p].micro_batches == x.micro_batches) used[p] = true;
+          }
         for (std::size_t p = 0; p < pf.parts.size(); ++p)
           if (!used[p] && !(opt.runtime_peak && peak_search_affordable(pf.parts[p], opt.peak_search)))
             pf.parts[p].built.reset();
@@ -320,9 +357,14 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
   };
   run_pool(work, started);
   pf.points = merge_frontiers(entries);
-  for (auto& e : pf.points)
+  entries.clear();
+  for (auto& e : pf.points) {
     for (std::size_t p = 0; p < pf.parts.size(); ++p)
       if (pf.parts[p].micro_batches == e.micro_batches) pf.part_of.push_back(int(p));
+    const auto& prob = pf.parts[std::size_t(pf.part_of.back())].built->prob;
+    e.labels.reserve(e.choice.size());
+    for (std::size_t i = 0; i < e.choice.size(); ++i) e.labels.push_back(prob.nodes[i].configs[std::size_t(e.choice[i])].label);
+  }
   // Fast mode's restriction is checked where it matters: on the micro-batch counts that
   // hold points of the final union (the others' problems are released already). The
   // checks and the peak replays share one pool of `hw` threads (checks first), so neither
