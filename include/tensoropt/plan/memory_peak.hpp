@@ -95,11 +95,35 @@ struct buffer_replay {
 /// (cost_op's kernel_state) and the plan's additive memory (evaluate's). The plain
 /// predicted_peak computes both (analyze, then cost_op per op twice); a caller replaying
 /// many plans of one graph looks them up per config instead (plan/peak_frontier.hpp):
-/// on gpt3-1.3b that was about half of each replay's time.
+/// on gpt3-1.3b that was about half of each replay's time. The sizes below (each op's
+/// output, inputs and parameters in its layout) likewise, and each op's saved buffers sit
+/// in flat arrays instead of vectors per op: gpt3-1.3b's whole exact planning on 4 x
+/// V100-16GB (`plan_bench --only gpt3-1.3b --threads 2 --mode exact`), whose replays of
+/// 17,450 union points took 1.6 s of it on 2 threads, 4.6 -> 3.9 s together with the
+/// bound search moved beside the jobs (plan/planner.hpp).
 struct peak_inputs {
   std::vector<double> kernel_state;  ///< per op, bytes
   double kept = 0;
+  /// Sizes that depend on one op's config, looked up per config by a replayer (empty:
+  /// predicted_peak computes them): per op its output's bytes in its layout, per input (ops
+  /// in order, each op's inputs in order) its bytes in the op's layout, per parameter (the
+  /// same order) its local elements.
+  std::vector<double> out_bytes{}, in_bytes{}, param_elements{};
 };
+
+namespace detail {
+/// peak_inputs' per-config sizes of op `j` under `c`, appended to `in`.
+constexpr void append_op_sizes(const op_graph& g, std::size_t j, const op_config& c, const precision& pr,
+                               peak_inputs& in) {
+  const auto& op = g.ops[j];
+  auto bytes = [&](const tensor_map& t) {
+    return local_elements(g, op, t, c) * elem_bytes(g.tensors[std::size_t(t.tensor)], pr);
+  };
+  in.out_bytes.push_back(bytes(op.output));
+  for (auto& t : op.inputs) in.in_bytes.push_back(bytes(t));
+  for (auto& t : op.params) in.param_elements.push_back(local_elements(g, op, t, c));
+}
+}  // namespace detail
 
 /// The memory of `configs` on the micro-batch graph `g` (see the file comment), with `in`
 /// computed for exactly these configs.
@@ -116,17 +140,29 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
   auto edge = [&](int j, std::size_t s) {
     return graph_edge{producer(j, s), j, g.ops[std::size_t(j)].inputs[s].tensor, int(s)};
   };
-  auto act_bytes = [&](const op_node& op, const tensor_map& t, const op_config& c) {
-    return detail::local_elements(g, op, t, c) * detail::elem_bytes(g.tensors[std::size_t(t.tensor)], pr);
-  };
-  auto out_bytes = [&](int j) { return act_bytes(g.ops[std::size_t(j)], g.ops[std::size_t(j)].output, cfg(j)); };
-  auto in_bytes = [&](int j, std::size_t s) {
-    return act_bytes(g.ops[std::size_t(j)], g.ops[std::size_t(j)].inputs[s], cfg(j));
-  };
-  auto same_in = [&](int j, std::size_t s) { return detail::same_split(g, edge(j, s), cfg(producer(j, s)), cfg(j)); };
-  auto keeps_shard = [&](int j, std::size_t s) {
-    return detail::kept_shard_ratio(g, edge(j, s), cfg(producer(j, s)), cfg(j)) < 1;
-  };
+  // per-op sizes (looked up by the caller, or computed here), and per input whether it
+  // shares the producer's buffer and whether the op keeps only the producer's shard, each
+  // found once: ins[j] is op j's first input, pars[j] its first parameter
+  std::vector<std::size_t> ins(n + 1, 0), pars(n + 1, 0);
+  for (std::size_t j = 0; j < n; ++j) {
+    ins[j + 1] = ins[j] + g.ops[j].inputs.size();
+    pars[j + 1] = pars[j] + g.ops[j].params.size();
+  }
+  peak_inputs own;
+  const peak_inputs& sz = in.out_bytes.empty() ? own : in;
+  if (in.out_bytes.empty())
+    for (std::size_t j = 0; j < n; ++j) detail::append_op_sizes(g, j, configs[j], pr, own);
+  std::vector<char> same(ins[n]), shard_kept(ins[n]);
+  for (std::size_t j = 0; j < n; ++j)
+    for (std::size_t s = 0; s < g.ops[j].inputs.size(); ++s) {
+      same[ins[j] + s] = detail::same_split(g, edge(int(j), s), cfg(producer(int(j), s)), cfg(int(j)));
+      shard_kept[ins[j] + s] = detail::kept_shard_ratio(g, edge(int(j), s), cfg(producer(int(j), s)), cfg(int(j))) < 1;
+    }
+  auto out_bytes = [&](int j) { return sz.out_bytes[std::size_t(j)]; };
+  auto in_bytes = [&](int j, std::size_t s) { return sz.in_bytes[ins[std::size_t(j)] + s]; };
+  auto param_elements = [&](int j, std::size_t s) { return sz.param_elements[pars[std::size_t(j)] + s]; };
+  auto same_in = [&](int j, std::size_t s) { return same[ins[std::size_t(j)] + s] != 0; };
+  auto keeps_shard = [&](int j, std::size_t s) { return shard_kept[ins[std::size_t(j)] + s] != 0; };
   auto segment_input = [&](int j, std::size_t s) {
     const auto& op = g.ops[std::size_t(j)];
     const int p = producer(j, s);
@@ -150,7 +186,7 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
       owner_slot[std::size_t(t)] = int(s);
       const auto l = layout_of(op, op.params[s], g.tensors[std::size_t(t)].rank, configs[j], mesh, false);
       const std::int64_t r = std::int64_t(l.replicate[0]) * l.replicate[1];
-      const double local = detail::local_elements(g, op, op.params[s], configs[j]);
+      const double local = param_elements(int(j), s);
       sharded[std::size_t(t)] = configs[j].shard_optimizer && r > 1 && detail::shardable(g, op.params[s], configs[j], r);
       const double shard = sharded[std::size_t(t)] ? double(r) : 1.0;
       R.current += local * pr.weight_bytes + local / shard * pr.optimizer_bytes;
@@ -158,7 +194,7 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
     }
     for (std::size_t s = 0; s < op.params.size(); ++s)  // one accumulator per unsharded user
       if (!sharded[std::size_t(op.params[s].tensor)])
-        R.current += detail::local_elements(g, op, op.params[s], configs[j]) * pr.grad_bytes;
+        R.current += param_elements(int(j), s) * pr.grad_bytes;
   }
   auto param_copy = [&](int j, std::size_t s) {  // a parameter read in another layout than its first user's
     const auto& op = g.ops[std::size_t(j)];
@@ -168,18 +204,39 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
     const int rank = g.tensors[std::size_t(t)].rank;
     const bool same = layout_of(op, op.params[s], rank, cfg(j), mesh, false) ==
                       layout_of(uo, uo.params[std::size_t(owner_slot[std::size_t(t)])], rank, cfg(u), mesh, false);
-    return same ? -1 : R.make(detail::local_elements(g, op, op.params[s], cfg(j)) * pr.weight_bytes);
+    return same ? -1 : R.make(param_elements(j, s) * pr.weight_bytes);
   };
   R.most = R.current;
   const double persistent = R.current;
 
+  // what each op keeps: its inputs' and parameter copies' buffers (flat, at ins[j] and
+  // pars[j]; -1: none), whether an input is the producer's shard, whether the parameter
+  // copies are made (a recomputed op drops them after its forward)
+  struct ids {
+    int* p = nullptr;
+    std::size_t n = 0;
+    constexpr int* begin() const { return p; }
+    constexpr int* end() const { return p + n; }
+    constexpr int& operator[](std::size_t i) const { return p[i]; }
+  };
+  std::vector<int> in_ids(ins[n], -1), par_ids(pars[n], -1);
+  std::vector<char> shard_of(ins[n], 0);
   struct saved_op {
-    std::vector<int> in, par;
-    std::vector<bool> shard;
+    ids in, par;
+    char* shard = nullptr;
     int state = -1, out = -1, readers = 0;
-    bool rebuilt = false;
+    bool rebuilt = false, par_made = false;
   };
   std::vector<saved_op> S(n);
+  for (std::size_t j = 0; j < n; ++j) {
+    S[j].in = {in_ids.data() + ins[j], ins[j + 1] - ins[j]};
+    S[j].par = {par_ids.data() + pars[j], pars[j + 1] - pars[j]};
+    S[j].shard = shard_of.data() + ins[j];
+  }
+  auto make_params = [&](saved_op& Sx, int j) {
+    for (std::size_t s = 0; s < Sx.par.n; ++s) Sx.par[s] = param_copy(j, s);
+    Sx.par_made = true;
+  };
   std::vector<int> act(nt, -1), left(nt, 0);
   for (auto& op : g.ops)
     for (auto& in : op.inputs) ++left[std::size_t(in.tensor)];
@@ -199,11 +256,11 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
     src.assign(op.inputs.size(), -1);
     for (std::size_t s = 0; s < op.inputs.size(); ++s) {
       const int t = op.inputs[s].tensor;
-      Sj.in.push_back(same_in(int(j), s) ? R.share(act[std::size_t(t)]) : R.make(in_bytes(int(j), s)));
+      Sj.in[s] = same_in(int(j), s) ? R.share(act[std::size_t(t)]) : R.make(in_bytes(int(j), s));
       if (keeps_shard(int(j), s)) src[s] = R.share(act[std::size_t(t)]);
       if (--left[std::size_t(t)] == 0) R.drop(act[std::size_t(t)]);
     }
-    for (std::size_t s = 0; s < op.params.size(); ++s) Sj.par.push_back(param_copy(int(j), s));
+    make_params(Sj, int(j));
     int y = R.make(out_bytes(int(j)));
     Sj.state = R.make(in.kernel_state[j]);
     if (op.kind == op_kind::softmax_xent) {  // the loss, gathered to read it
@@ -213,18 +270,17 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
     if (cfg(int(j)).recompute) {
       R.drop(Sj.state);
       for (auto& p : Sj.par) R.drop(p);
-      Sj.par.clear();
+      Sj.par_made = false;
       for (std::size_t s = 0; s < op.inputs.size(); ++s)
         if (segment_input(int(j), s)) R.drop(Sj.in[s]);
     } else
       for (std::size_t s = 0; s < op.inputs.size(); ++s)
         if (!detail::saves_input(op, int(s))) R.drop(Sj.in[s]);
-    Sj.shard.assign(op.inputs.size(), false);
     for (std::size_t s = 0; s < op.inputs.size(); ++s) {
       if (Sj.in[s] >= 0 && keeps_shard(int(j), s)) {
         R.drop(Sj.in[s]);
         Sj.in[s] = R.share(src[s]);
-        Sj.shard[s] = true;
+        Sj.shard[s] = 1;
       }
       R.drop(src[s]);
     }
@@ -236,12 +292,12 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
   // backward
   auto regather = [&](int j) {
     auto& Sj = S[std::size_t(j)];
-    for (std::size_t s = 0; s < Sj.shard.size(); ++s)
+    for (std::size_t s = 0; s < Sj.in.n; ++s)
       if (Sj.shard[s] && Sj.in[s] >= 0) {
         int x = R.make(in_bytes(j, s));
         R.drop(Sj.in[s]);
         Sj.in[s] = x;
-        Sj.shard[s] = false;
+        Sj.shard[s] = 0;
       }
   };
   // the readers of each op's output inside a recompute segment (ops come in topological
@@ -263,8 +319,7 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
         Sp.in[s] = same_in(p, s) ? R.share(x) : R.make(in_bytes(p, s));
         if (--S[std::size_t(q)].readers <= 0) R.drop(S[std::size_t(q)].out);
       }
-    if (Sp.par.empty())
-      for (std::size_t s = 0; s < op.params.size(); ++s) Sp.par.push_back(param_copy(p, s));
+    if (!Sp.par_made) make_params(Sp, p);
     Sp.out = R.make(out_bytes(p));
     Sp.state = R.make(in.kernel_state[std::size_t(p)]);
     Sp.rebuilt = true;
@@ -305,7 +360,7 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
           Sj.in[s] = same_in(j, s) ? R.share(x) : R.make(in_bytes(j, s));
           if (--S[std::size_t(q)].readers <= 0) R.drop(S[std::size_t(q)].out);
         }
-      for (std::size_t s = 0; s < op.params.size(); ++s) Sj.par.push_back(param_copy(j, s));
+      make_params(Sj, j);
       Sj.state = R.make(in.kernel_state[jj]);
       int y = R.make(out_bytes(j));  // the re-run's output, unused
       R.drop(y);
@@ -316,7 +371,7 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
     for (std::size_t s = 0; s < op.inputs.size(); ++s)
       if (!g.tensors[std::size_t(op.inputs[s].tensor)].integer) din[s] = R.make(in_bytes(j, s));
     for (std::size_t s = 0; s < op.params.size(); ++s)
-      dpar[s] = R.make(detail::local_elements(g, op, op.params[s], cfg(j)) * pr.grad_bytes);
+      dpar[s] = R.make(param_elements(j, s) * pr.grad_bytes);
     for (auto& b : Sj.in) R.drop(b);
     for (auto& b : Sj.par) R.drop(b);
     R.drop(Sj.state);
@@ -343,7 +398,7 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
         const auto& u = g.ops[std::size_t(owner[std::size_t(t)])];
         const auto& um = u.params[std::size_t(owner_slot[std::size_t(t)])];
         const auto l = layout_of(u, um, g.tensors[std::size_t(t)].rank, cfg(owner[std::size_t(t)]), mesh, false);
-        int part = R.make(detail::local_elements(g, u, um, cfg(owner[std::size_t(t)])) /
+        int part = R.make(param_elements(owner[std::size_t(t)], std::size_t(owner_slot[std::size_t(t)])) /
                           double(std::int64_t(l.replicate[0]) * l.replicate[1]) * pr.grad_bytes);
         R.drop(dpar[s]);
         R.drop(part);
@@ -367,7 +422,7 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
     const auto& u = g.ops[std::size_t(owner[t])];
     const auto& um = u.params[std::size_t(owner_slot[t])];
     const auto l = layout_of(u, um, g.tensors[t].rank, cfg(owner[t]), mesh, false);
-    const double local = detail::local_elements(g, u, um, cfg(owner[t]));
+    const double local = param_elements(owner[t], std::size_t(owner_slot[t]));
     if (sharded[t]) {
       const double r = double(std::int64_t(l.replicate[0]) * l.replicate[1]);
       int w = R.make(local / r * pr.weight_bytes);

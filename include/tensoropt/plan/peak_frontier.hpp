@@ -62,11 +62,15 @@ inline memory_peak point_peak(const planned_frontier& pf, std::size_t i) {
 /// cost_op per op were half of a replay).
 class peak_replayer {
  public:
-  explicit peak_replayer(const built_problem& b) : b_(&b), state_(b.configs.size()) {
+  explicit peak_replayer(const built_problem& b) : b_(&b), state_(b.configs.size()), at_(b.configs.size()) {
     const auto facts = analyze(b.graph);
     const cost_options co = b.options.cost();
     for (std::size_t i = 0; i < b.configs.size(); ++i)
-      for (const auto& c : b.configs[i]) state_[i].push_back(cost_op(b.graph, int(i), c, b.cl, co, facts[i]).kernel_state.value);
+      for (const auto& c : b.configs[i]) {
+        state_[i].push_back(cost_op(b.graph, int(i), c, b.cl, co, facts[i]).kernel_state.value);
+        at_[i].push_back({sizes_.out_bytes.size(), sizes_.in_bytes.size(), sizes_.param_elements.size()});
+        detail::append_op_sizes(b.graph, i, c, co.prec, sizes_);
+      }
   }
   /// The replayed peak of the plan `choice` (a config index per node of the problem).
   memory_peak operator()(const std::vector<int>& choice) const {
@@ -74,9 +78,18 @@ class peak_replayer {
     std::vector<op_config> configs;
     configs.reserve(choice.size());
     in.kernel_state.reserve(choice.size());
+    in.out_bytes.reserve(choice.size());
     for (std::size_t i = 0; i < choice.size(); ++i) {
-      configs.push_back(b_->configs[i][std::size_t(choice[i])]);
-      in.kernel_state.push_back(state_[i][std::size_t(choice[i])]);
+      const std::size_t c = std::size_t(choice[i]);
+      const auto& op = b_->graph.ops[i];
+      configs.push_back(b_->configs[i][c]);
+      in.kernel_state.push_back(state_[i][c]);
+      const auto [o, x, y] = at_[i][c];
+      in.out_bytes.push_back(sizes_.out_bytes[o]);
+      in.in_bytes.insert(in.in_bytes.end(), sizes_.in_bytes.begin() + std::ptrdiff_t(x),
+                         sizes_.in_bytes.begin() + std::ptrdiff_t(x + op.inputs.size()));
+      in.param_elements.insert(in.param_elements.end(), sizes_.param_elements.begin() + std::ptrdiff_t(y),
+                               sizes_.param_elements.begin() + std::ptrdiff_t(y + op.params.size()));
     }
     return predicted_peak(b_->graph, configs, b_->cl, b_->options, in);
   }
@@ -84,6 +97,10 @@ class peak_replayer {
  private:
   const built_problem* b_;
   std::vector<std::vector<double>> state_;  // [node][config]: kernel state, bytes
+  // [node][config]: where that config's sizes are in sizes_ (output, first input, first parameter)
+  struct start { std::size_t out, in, param; };
+  std::vector<std::vector<start>> at_;
+  peak_inputs sizes_;  // append_op_sizes of every node's every config, in order
 };
 
 /// When the planner also searches the peak bound (see the file comment).
@@ -136,8 +153,9 @@ struct peak_filter {
 
 /// Whether the bound search runs on `part` (see peak_search_gate).
 inline bool peak_search_affordable(const plan_part& part, const peak_search_gate& gate) {
+  // a part with no point has nothing within the memory limit, unless other counts' points cut it
   if (!gate.enabled || !part.built || part.mode != search_mode::exact || !part.frontier.exact ||
-      part.frontier.points.empty())
+      (part.frontier.points.empty() && !part.frontier.bounded))
     return false;
   std::size_t cells = 0;
   for (auto& n : part.built->prob.nodes) cells += n.configs.size();
@@ -145,43 +163,34 @@ inline bool peak_search_affordable(const plan_part& part, const peak_search_gate
   return cells <= gate.max_cells;
 }
 
-/// The plans of the exact (bound, time) frontier of every affordable part of `pf` (whose
-/// problem is still held), labelled, with their strategies' additive memory; `part_of`
-/// gets their parts. The bucketing epsilon is the least of 0, 1, 2, 5, 10, 20, 50, 100 %
-/// that leaves at most gate.max_caps caps (100 % when none does).
-inline std::vector<frontier_point> bound_search_points(const planned_frontier& pf, const peak_search_gate& gate,
-                                                       cost_t limit, std::vector<int>& part_of,
-                                                       bound_search_note& note) {
-  std::vector<frontier_point> out;
-  note.parts = pf.parts.size();
-  for (std::size_t pi = 0; pi < pf.parts.size(); ++pi) {
-    const auto& part = pf.parts[pi];
-    if (!peak_search_affordable(part, gate)) continue;
-    const auto pb = make_peak_bound(*part.built);
-    peak_search_options o;
-    for (double eps : {0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0}) {
-      std::size_t distinct = 0;
-      o.epsilon = eps;
-      if (detail::cap_values(pb, eps, distinct).size() <= gate.max_caps) break;
-    }
-    o.solve.memory_limit = limit;
-    auto r = solve_peak_bound(pb, o);
-    ++note.searched;
-    note.solved += r.solved;
-    note.epsilon = std::max(note.epsilon, r.exact ? 0.0 : o.epsilon);
-    frontier_result fr;
-    for (auto& q : r.points) {
-      q.memory = cost_of(part.built->prob, q.choice).memory;
-      fr.points.push_back(std::move(q));
-    }
-    for (auto& q : label_points(part.built->prob, fr, int(part.micro_batches))) {
-      out.push_back(std::move(q));
-      part_of.push_back(int(pi));
-    }
+/// The plans of the exact (bound, time) frontier of `part` (affordable: peak_search_affordable),
+/// labelled, with their strategies' additive memory; `note` counts the search. The bucketing
+/// epsilon is the least of 0, 1, 2, 5, 10, 20, 50, 100 % that leaves at most gate.max_caps
+/// caps (100 % when none does).
+inline std::vector<frontier_point> bound_search_part(const plan_part& part, const peak_search_gate& gate, cost_t limit,
+                                                     bound_search_note& note) {
+  const auto pb = make_peak_bound(*part.built);
+  peak_search_options o;
+  for (double eps : {0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0}) {
+    std::size_t distinct = 0;
+    o.epsilon = eps;
+    if (detail::cap_values(pb, eps, distinct).size() <= gate.max_caps) break;
   }
-  note.candidates = out.size();
+  o.solve.memory_limit = limit;
+  auto r = solve_peak_bound(pb, o);
+  ++note.searched;
+  note.solved += r.solved;
+  note.epsilon = std::max(note.epsilon, r.exact ? 0.0 : o.epsilon);
+  frontier_result fr;
+  for (auto& q : r.points) {
+    q.memory = cost_of(part.built->prob, q.choice).memory;
+    fr.points.push_back(std::move(q));
+  }
+  auto out = label_points(part.built->prob, fr, int(part.micro_batches));
+  note.candidates += out.size();
   return out;
 }
+
 
 /// The (peak, time) dominance filter: candidates 0 .. n - 1 are in order of time
 /// descending (of equal times, the least peak last); walking from the fastest, candidate
@@ -207,7 +216,7 @@ std::vector<bool> keep_under_peak(std::size_t n, PeakAt peak_at, cost_t limit, s
 /// Sets every point's peak and drops the points of `pf` dominated under (peak, time)
 /// and those whose peak exceeds `limit` bytes (the device; see the file comment).
 /// `extra` (with their parts in `extra_part_of`) are further candidates, e.g. from
-/// bound_search_points; `searched` keeps only pf's own points. `threads` = 0: every core.
+/// bound_search_part; `searched` keeps only pf's own points. `threads` = 0: every core.
 /// `first` (optional): other work for the same threads, one piece per call until it
 /// returns false, taken before the replays (the planner's restriction checks), so that
 /// `threads` threads run both and neither phase idles a core at its tail.

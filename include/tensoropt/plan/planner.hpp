@@ -139,6 +139,9 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
   // One problem per k, solved by a pool of threads; results land in slot idx so the
   // outcome does not depend on the order in which threads finish.
   std::vector<std::vector<frontier_point>> entries(ks.size());
+  // per k: the plans of the peak bound's search and what it did (plan/peak_frontier.hpp)
+  std::vector<std::vector<frontier_point>> bound_found(ks.size());
+  std::vector<bound_search_note> bound_notes(ks.size());
   pf.parts.resize(ks.size());
   std::mutex mu;
   std::condition_variable published_cv;
@@ -310,6 +313,10 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
         mine.reserve(part.frontier.points.size());
         for (auto& q : part.frontier.points) mine.push_back({q.time, q.memory, q.choice, int(k), {}});
         part.built = std::move(built);
+        // the peak bound's own search (plan/peak_frontier.hpp) where affordable, here so that it
+        // runs beside the other counts' searches
+        if (opt.runtime_peak && peak_search_affordable(part, opt.peak_search))
+          bound_found[idx] = bound_search_part(part, opt.peak_search, opt.solve.memory_limit, bound_notes[idx]);
         std::lock_guard lock(mu);
         ++done;
         say("[" + std::to_string(done) + "/" + std::to_string(ks.size()) + "] micro-batches " + std::to_string(k) +
@@ -338,8 +345,7 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
               if (pf.parts[p].micro_batches == x.micro_batches) used[p] = true;
           }
         for (std::size_t p = 0; p < pf.parts.size(); ++p)
-          if (!used[p] && !(opt.runtime_peak && peak_search_affordable(pf.parts[p], opt.peak_search)))
-            pf.parts[p].built.reset();
+          if (!used[p] && bound_found[p].empty()) pf.parts[p].built.reset();
       } catch (...) {
         publish(pos, {});
         std::lock_guard lock(mu);
@@ -399,8 +405,19 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
   }
   if (opt.runtime_peak) {
     std::vector<int> extra_part;
+    std::vector<frontier_point> extra;
     bound_search_note bn;
-    auto extra = bound_search_points(pf, opt.peak_search, opt.solve.memory_limit, extra_part, bn);
+    bn.parts = pf.parts.size();
+    for (std::size_t p = 0; p < pf.parts.size(); ++p) {
+      bn.searched += bound_notes[p].searched;
+      bn.solved += bound_notes[p].solved;
+      bn.candidates += bound_notes[p].candidates;
+      bn.epsilon = std::max(bn.epsilon, bound_notes[p].epsilon);
+      for (auto& q : bound_found[p]) {
+        extra.push_back(std::move(q));
+        extra_part.push_back(int(p));
+      }
+    }
     auto f = attach_peaks(pf, hw, opt.solve.memory_limit, std::move(extra), std::move(extra_part), check_one);
     f.bound = bn;
     pf.memory_note = f.describe();

@@ -107,7 +107,7 @@ inline frontier_result solve_repeated_exact(const problem& p, const repeated_blo
       const auto theirs = exchange(std::move(mine));
       if (!theirs) {
         frontier_result r;
-        r.skipped = true;  // exact for the union: every strategy lies at or above the others' points
+        r.skipped = r.bounded = true;  // exact for the union: every strategy lies at or above the others' points
         r.note = "skipped: the points of the searches it is united with lie at or below every strategy";
         return r;
       }
@@ -201,6 +201,7 @@ inline frontier_result solve_repeated_exact(const problem& p, const repeated_blo
 
   frontier_result r;
   r.epsilon = 0;
+  r.bounded = others > 0;
   r.width_fallback = !fa.note.empty() || !ft.note.empty() || !fz.note.empty() || known_fallback;
   r.exact = !r.width_fallback;
   r.max_width = 2;
