@@ -23,8 +23,8 @@
 // folded (search/repeated_exact.hpp) hands on its fast-mode points (real strategies) and
 // adds those of the jobs before it to its own branch-and-bound set: the union keeps every
 // cost it has alone (tested), and the folds keep fewer points (gpt3-1.3b on 4 x V100-16GB,
-// exact, one thread: the jobs' search 8.2 -> 5.0 s; 64, 32, 16 and 8 micro-batches then
-// return no point). Threads: `threads` jobs compute at once; a job
+// exact, one thread: the counts' solves 8.2 -> 4.8-5.0 s; 8, 16 and 32 micro-batches are
+// then skipped by that bound, and 64 returns no point). Threads: `threads` jobs compute at once; a job
 // waiting for the points of the jobs before it hands its turn to the next job, which
 // builds its problem and solves its coarse per-layer tables meanwhile (at most 2 x threads
 // jobs are started at once). Measured on gpt3-39b (8 x 8 V100-16GB, epsilon 0.01, 2

@@ -38,7 +38,7 @@
 // dropped, so the result is exact for the union, not for this problem alone; of
 // strategies with equal costs the fold may then keep another one (the search visits
 // fewer partial points). Measured on gpt3-1.3b (4 x V100-16GB, exact, every count, one
-// thread): the folds' points 52,631 -> 34,412, the union the same 17,450 costs.
+// thread): the folds' points 52,631 -> 26,412, the union the same 17,450 costs.
 //
 // Every returned point is a full per-node strategy (recovered through the fold's
 // provenance and the three inner searches' traces) whose cost re-computes exactly with
