@@ -66,6 +66,14 @@ TEST_CASE("least memory within a percentage of the fastest, and the middle plan"
   if (mid->index() + 1 < pf.size()) CHECK(pf.at(mid->index() + 1).memory() > bytes(gm));
 }
 
+TEST_CASE("a micro-batch count listed twice is an error naming it") {
+  planner_options o;
+  o.micro_batches = {1, 2, 1};
+  o.baselines = false;
+  CHECK_THROWS_WITH_AS(plan_frontier(lower<mlp>(), cluster::nodes(1).gpus_per_node(4).gpu(gpus::v100_16gb), o),
+                       doctest::Contains("micro-batch count 1 is listed twice"), invalid_argument);
+}
+
 TEST_CASE("an empty frontier answers no plan, not a sentinel") {
   planned_frontier empty;
   CHECK_FALSE(empty.least_memory());

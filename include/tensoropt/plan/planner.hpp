@@ -132,10 +132,15 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
     if (opt.progress) opt.progress(s);
   };
   std::vector<index_t> ks = opt.micro_batches.empty() ? detail::legal_micro_batches(g) : opt.micro_batches;
-  for (index_t k : ks)
+  for (std::size_t i = 0; i < ks.size(); ++i) {
+    const index_t k = ks[i];
     detail::require(k >= 1 && g.batch % k == 0,
                     "micro-batch count " + std::to_string(k) + " does not divide the global batch " +
                         std::to_string(g.batch) + "; choose a divisor");
+    // each point names its part by its count, so one count per part
+    detail::require(std::find(ks.begin(), ks.begin() + std::ptrdiff_t(i), k) == ks.begin() + std::ptrdiff_t(i),
+                    "micro-batch count " + std::to_string(k) + " is listed twice; list each count once");
+  }
   // One problem per k, solved by a pool of threads; results land in slot idx so the
   // outcome does not depend on the order in which threads finish.
   std::vector<std::vector<frontier_point>> entries(ks.size());
