@@ -151,18 +151,9 @@ inline frontier_result solve_repeated_split(const problem& p, const repeated_blo
   const std::size_t L = rb.instances.size(), M = L - 2, nb = s.reps.size();
   const std::size_t depth = detail::power_depth(M);
   const double lam = std::log1p(o.epsilon);
-  // The bound 1 + epsilon is split between the per-layer tables (inner) and the powering's
-  // sums (delta, over its depth): half each, or three quarters to the tables where the parts
-  // outside the middle layers hold more than four layers' nodes, whose tables then take the
-  // time (wresnet-13b at epsilon 0.05, 2 threads: 350 -> 252 s wall, 438 -> 702 points; the
-  // same three quarters on gpt3-39b, whose outside parts hold about two layers' nodes, took
-  // it from 8.4-9.1 to 11.7 s, so there it stays half). Either way (1 + inner)(1 + delta)^(depth
-  // + 2) = 1 + epsilon.
   solve_options inner = o;
-  const double rest_nodes = double(p.nodes.size()) - double(M) * double(rb.instances[0].size());
-  const double share = rest_nodes > 4.0 * double(rb.instances[0].size()) ? 0.75 : 0.5;
-  inner.epsilon = std::expm1(lam * share);
-  const double delta = o.epsilon > 0 ? std::expm1(lam * (1 - share) / double(depth + 2)) : 0.0;
+  inner.epsilon = std::expm1(lam / 2);
+  const double delta = o.epsilon > 0 ? std::expm1(lam / 2 / double(depth + 2)) : 0.0;
   const cost_t limit = o.memory_limit;
   // The powering's tables count against max_bytes like the inner searches' (solve.hpp):
   // past it the search stops with the sizes reached, before the allocator would fail.
