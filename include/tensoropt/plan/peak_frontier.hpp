@@ -191,7 +191,6 @@ inline std::vector<frontier_point> bound_search_part(const plan_part& part, cons
   return out;
 }
 
-
 /// The (peak, time) dominance filter: candidates 0 .. n - 1 are in order of time
 /// descending (of equal times, the least peak last); walking from the fastest, candidate
 /// i is kept iff peak_at(i) is within `limit` and below the peak of every faster

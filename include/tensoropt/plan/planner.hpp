@@ -206,6 +206,10 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
   static constexpr const char* beaten =
       "skipped: beaten by the points of the larger micro-batch counts, which lie at or below a lower bound of "
       "every strategy (edges at their least cost)";
+  // whether the points of the counts before a job lie at or below that lower bound of its problem
+  auto beaten_by = [&](const problem& q, const std::vector<frontier::point>& before) {
+    return detail::all_dominated(detail::edge_free_bound(q, opt.solve.memory_limit), before);
+  };
   auto work = [&] {
     for (;;) {
       running.acquire();
@@ -283,9 +287,8 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
               // the whole count is beaten when those points lie at or below a lower bound of
               // every strategy (plan/job_bounds.hpp); tested once they are in, so the count's
               // coarse per-layer solves run while the counts before it are still searching
-              rbd.skip_if = [&, lb = detail::edge_free_bound(built->prob, opt.solve.memory_limit)](
-                                const std::vector<frontier::point>& before) {
-                return detail::all_dominated(lb, before) ? std::string(beaten) : std::string();
+              rbd.skip_if = [&](const std::vector<frontier::point>& before) {
+                return beaten_by(built->prob, before) ? std::string(beaten) : std::string();
               };
             }
           }
@@ -301,8 +304,7 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
               std::erase_if(mine, [&](const frontier::point& q) { return q.time >= cap; });
               publish(pos, std::move(mine));
               auto before = published_before(pos);
-              if (pos > 0 && detail::all_dominated(detail::edge_free_bound(built->prob, opt.solve.memory_limit), before))
-                return std::nullopt;
+              if (pos > 0 && beaten_by(built->prob, before)) return std::nullopt;
               return before;
             };
           part.frontier = solve_repeated_exact(built->prob, mc.block, so, ex);
