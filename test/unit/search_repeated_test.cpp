@@ -164,6 +164,91 @@ TEST_CASE("epsilon under powering: memory exact, time within (1 + epsilon) of th
   }
 }
 
+TEST_CASE("epsilon under powering with large parts outside the middle layers (three quarters to the tables)") {
+  std::mt19937_64 rng(78);
+  int tested = 0, coarser = 0;
+  for (int it = 0; it < 90; ++it) {
+    // m = 1: one node per layer, so 2 to 4 nodes before and 1 to 2 after, plus the first and
+    // last layer, put more than four layers' nodes outside the middle ones
+    const int pre = 2 + int(rng() % 3), suf = 1 + int(rng() % 2), L = 3 + int(rng() % 3);
+    const auto g = random_repeated(rng, pre, L, 1, suf, 3, it % 3 == 0);
+    if (strategies(g.p) > 300000) continue;
+    CAPTURE(it);
+    REQUIRE(to::detail::tables_share(g.p, g.rb) == 0.75);
+    const double eps = it % 3 == 0 ? 0.01 : it % 3 == 1 ? 0.1 : 0.5;
+    const auto exact = brute_force(g, true);
+    const auto r = to::solve_repeated(g.p, g.rb, {.epsilon = eps});
+    check_recost(g.p, r);
+    check_within(exact, r, eps);
+    coarser += r.points.size() < exact.size();
+    ++tested;
+  }
+  CHECK(tested > 60);
+  CHECK(coarser > 0);  // epsilon drops points on some of them
+  // small outside parts keep half
+  const auto g = random_repeated(rng, 0, 6, 2, 0, 3, false);
+  CHECK(to::detail::tables_share(g.p, g.rb) == 0.5);
+}
+
+namespace {
+std::vector<to::detail::candidate> plain_sum(const std::vector<to::detail::candidate>& x,
+                                             const std::vector<to::detail::candidate>& y) {
+  std::vector<to::detail::candidate> out;
+  for (auto& a : x)
+    for (auto& b : y) out.push_back({a.time + b.time, a.memory + b.memory, -1, -1});
+  to::detail::pareto_filter(out);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("three quarters of epsilon to the tables: layouts skipped by known points stay within epsilon") {
+  // Known points (another search's, as the planner hands them on) just inside sqrt(1 +
+  // epsilon) of the sums of the per-layer tables' points, so that many layouts' convex
+  // lower bounds meet them: whatever is skipped, the returned points and the known ones
+  // together cover the exact restricted frontier within (1 + epsilon), memory exact.
+  std::mt19937_64 rng(79);
+  int tested = 0, skipped = 0;
+  for (int it = 0; it < 150; ++it) {
+    const int pre = 2 + int(rng() % 3), suf = 1 + int(rng() % 2), L = 3 + int(rng() % 3);
+    const auto g = random_repeated(rng, pre, L, 1, suf, 3, it % 2 == 0);
+    if (strategies(g.p) > 300000) continue;
+    CAPTURE(it);
+    const double eps = it % 2 == 0 ? 0.3 : 0.8;
+    const double share = to::detail::tables_share(g.p, g.rb);
+    REQUIRE(share == 0.75);
+    const auto s = to::detail::split_repeated(g.p, g.rb);
+    const double inner = std::expm1(std::log1p(eps) * share);
+    const auto tabs = to::detail::per_layout(to::detail::repeated_parts(g.p, g.rb, s, {.epsilon = inner}, true), s);
+    std::vector<to::detail::candidate> sums;
+    for (std::size_t b = 0; b < s.reps.size(); ++b) {
+      if (tabs.a[b].empty() || tabs.t[b].empty() || tabs.z[b].empty()) continue;
+      auto acc = tabs.a[b];
+      for (std::size_t i = 0; i + 2 < g.rb.instances.size(); ++i) acc = plain_sum(acc, tabs.t[b]);
+      acc = plain_sum(acc, tabs.z[b]);
+      sums.insert(sums.end(), acc.begin(), acc.end());
+    }
+    to::detail::pareto_filter(sums);
+    std::vector<to::frontier::point> known;
+    const double f = std::sqrt(1 + eps) * 0.999;
+    for (auto& q : sums) known.push_back({to::cost_t(std::floor(double(q.time) * f)), q.memory, -1});
+    to::repeated_bounds b;
+    b.exchange = [&](std::vector<to::frontier::point>) { return known; };
+    b.known = [&] { return known; };
+    const auto r = to::solve_repeated(g.p, g.rb, {.epsilon = eps}, b);
+    check_recost(g.p, r);
+    skipped += r.note.find("(0 skipped by a convex lower bound") == std::string::npos;
+    for (auto& e : brute_force(g, true)) {
+      bool covered = false;
+      for (auto& q : r.points) covered = covered || (q.memory <= e.memory && double(q.time) <= (1 + eps) * double(e.time));
+      for (auto& q : known) covered = covered || (q.memory <= e.memory && double(q.time) <= (1 + eps) * double(e.time));
+      CHECK(covered);
+    }
+    ++tested;
+  }
+  CHECK(tested > 80);
+  MESSAGE("layouts skipped by a convex lower bound in ", skipped, " of ", tested, " searches");
+}
+
 TEST_CASE("the stream (repeated_block::kin) is held to the boundary's layout: brute force, exact and under epsilon") {
   std::mt19937_64 rng(31);
   int tested = 0, tied = 0, bites = 0;
