@@ -49,6 +49,7 @@
 // peak() on the runtime.
 #pragma once
 #include <algorithm>
+#include <span>
 #include <vector>
 #include "build_problem.hpp"
 #include "strategy.hpp"
@@ -212,29 +213,22 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
   // what each op keeps: its inputs' and parameter copies' buffers (flat, at ins[j] and
   // pars[j]; -1: none), whether an input is the producer's shard, whether the parameter
   // copies are made (a recomputed op drops them after its forward)
-  struct ids {
-    int* p = nullptr;
-    std::size_t n = 0;
-    constexpr int* begin() const { return p; }
-    constexpr int* end() const { return p + n; }
-    constexpr int& operator[](std::size_t i) const { return p[i]; }
-  };
   std::vector<int> in_ids(ins[n], -1), par_ids(pars[n], -1);
   std::vector<char> shard_of(ins[n], 0);
   struct saved_op {
-    ids in, par;
+    std::span<int> in, par;
     char* shard = nullptr;
     int state = -1, out = -1, readers = 0;
     bool rebuilt = false, par_made = false;
   };
   std::vector<saved_op> S(n);
   for (std::size_t j = 0; j < n; ++j) {
-    S[j].in = {in_ids.data() + ins[j], ins[j + 1] - ins[j]};
-    S[j].par = {par_ids.data() + pars[j], pars[j + 1] - pars[j]};
+    S[j].in = std::span<int>(in_ids.data() + ins[j], ins[j + 1] - ins[j]);
+    S[j].par = std::span<int>(par_ids.data() + pars[j], pars[j + 1] - pars[j]);
     S[j].shard = shard_of.data() + ins[j];
   }
   auto make_params = [&](saved_op& Sx, int j) {
-    for (std::size_t s = 0; s < Sx.par.n; ++s) Sx.par[s] = param_copy(j, s);
+    for (std::size_t s = 0; s < Sx.par.size(); ++s) Sx.par[s] = param_copy(j, s);
     Sx.par_made = true;
   };
   std::vector<int> act(nt, -1), left(nt, 0);
@@ -292,7 +286,7 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
   // backward
   auto regather = [&](int j) {
     auto& Sj = S[std::size_t(j)];
-    for (std::size_t s = 0; s < Sj.in.n; ++s)
+    for (std::size_t s = 0; s < Sj.in.size(); ++s)
       if (Sj.shard[s] && Sj.in[s] >= 0) {
         int x = R.make(in_bytes(j, s));
         R.drop(Sj.in[s]);

@@ -18,7 +18,7 @@ struct frontier_result {
   bool width_fallback = false; ///< true when configs were restricted to fit width_limit
   bool restricted = false;     ///< true when a stated restriction applies (search/repeated.hpp)
   bool skipped = false;        ///< bounds from other searches made this one unnecessary (note says why)
-  bool bounded = false;        ///< other searches' points dropped points of this one (exact for their union)
+  bool bounded = false;        ///< other searches' points joined this one's bound and may have dropped its points (exact for their union)
   double epsilon = 0;          ///< the bound requested
   std::size_t max_width = 0;   ///< most nodes in one factor made by the search
   std::size_t max_cells = 0;   ///< most cells in one factor made by the search
