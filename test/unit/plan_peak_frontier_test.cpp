@@ -9,6 +9,7 @@
 #include <tensoropt/plan/peak_search.hpp>
 #include <tensoropt/plan/planner.hpp>
 #include <cmath>
+#include <memory>
 #include "runtime_model_types.hpp"
 
 // File-local: the unit tests of an area are built as one unity translation unit.
@@ -243,8 +244,11 @@ TEST_CASE("the report shows the peak and the additive memory; the frontier file 
 }
 
 namespace {
-/// The planner's replayer (per-config kernel states and the problem's additive memory looked
-/// up) against the plain replay, field by field, on every point and on plans mixing them.
+/// The planner's replayer (per-config kernel states, sizes and parameter layouts and the
+/// problem's additive memory looked up, layout pairs remembered) against the plain replay,
+/// field by field, on every point and on plans mixing them: one replayer per micro-batch
+/// count, so later plans read pairs earlier ones remembered, each plan replayed twice, and
+/// a replayer without the pair table (max_pairs 0) alongside.
 template <class M>
 void check_replayer(const char* name, int devices) {
   auto s = make<M>(devices);
@@ -253,9 +257,14 @@ void check_replayer(const char* name, int devices) {
   INFO(name << " on " << devices << " devices");
   REQUIRE(pf.size() >= 2);
   std::size_t compared = 0;
+  std::vector<std::unique_ptr<to::peak_replayer>> replayers(pf.parts.size()), plain(pf.parts.size());
   for (std::size_t i = 0; i < pf.size(); ++i) {
     const auto& b = pf.problem_of(i);
-    const to::peak_replayer replay(b);
+    auto& kept = replayers.at(std::size_t(pf.part_of[i]));
+    if (!kept) kept = std::make_unique<to::peak_replayer>(b);
+    auto& untabled = plain.at(std::size_t(pf.part_of[i]));
+    if (!untabled) untabled = std::make_unique<to::peak_replayer>(b, 0);
+    const to::peak_replayer& replay = *kept;
     // the point itself and the point with every other node taken from the next point of its k
     std::vector<std::vector<int>> plans{pf.points[i].choice};
     for (std::size_t j = 0; j < pf.size(); ++j)
@@ -269,15 +278,16 @@ void check_replayer(const char* name, int devices) {
       std::vector<to::op_config> configs;
       for (std::size_t v = 0; v < choice.size(); ++v) configs.push_back(b.configs[v][std::size_t(choice[v])]);
       const auto want = to::predicted_peak(b.graph, configs, b.cl, b.options);
-      const auto got = replay(choice);
-      CHECK(got.kept == want.kept);
-      CHECK(got.ordered == want.ordered);
-      CHECK(got.transient == want.transient);
-      CHECK(got.op == want.op);
-      CHECK(got.backward == want.backward);
-      CHECK(got.fwd == want.fwd);
-      CHECK(got.bwd == want.bwd);
-      CHECK(got.update == want.update);
+      for (const auto& got : {replay(choice), replay(choice), (*untabled)(choice)}) {
+        CHECK(got.kept == want.kept);
+        CHECK(got.ordered == want.ordered);
+        CHECK(got.transient == want.transient);
+        CHECK(got.op == want.op);
+        CHECK(got.backward == want.backward);
+        CHECK(got.fwd == want.fwd);
+        CHECK(got.bwd == want.bwd);
+        CHECK(got.update == want.update);
+      }
       ++compared;
     }
   }

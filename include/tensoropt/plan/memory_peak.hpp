@@ -108,21 +108,29 @@ struct peak_inputs {
   /// Sizes that depend on one op's config, looked up per config by a replayer (empty:
   /// predicted_peak computes them): per op its output's bytes in its layout, per input (ops
   /// in order, each op's inputs in order) its bytes in the op's layout, per parameter (the
-  /// same order) its local elements.
+  /// same order) its local elements and its layout.
   std::vector<double> out_bytes{}, in_bytes{}, param_elements{};
+  std::vector<tensor_layout> param_layout{};
+  /// Optional, per input (the order of in_bytes): bit 0 whether the op reads it in its
+  /// producer's layout (detail::same_split), bit 1 whether it keeps only the producer's
+  /// shard (detail::kept_shard_ratio < 1), under the plan's configs. Empty: computed here.
+  std::vector<unsigned char> input_flags{};
 };
 
 namespace detail {
 /// peak_inputs' per-config sizes of op `j` under `c`, appended to `in`.
 constexpr void append_op_sizes(const op_graph& g, std::size_t j, const op_config& c, const precision& pr,
-                               peak_inputs& in) {
+                               const device_mesh& mesh, peak_inputs& in) {
   const auto& op = g.ops[j];
   auto bytes = [&](const tensor_map& t) {
     return local_elements(g, op, t, c) * elem_bytes(g.tensors[std::size_t(t.tensor)], pr);
   };
   in.out_bytes.push_back(bytes(op.output));
   for (auto& t : op.inputs) in.in_bytes.push_back(bytes(t));
-  for (auto& t : op.params) in.param_elements.push_back(local_elements(g, op, t, c));
+  for (auto& t : op.params) {
+    in.param_elements.push_back(local_elements(g, op, t, c));
+    in.param_layout.push_back(layout_of(op, t, g.tensors[std::size_t(t.tensor)].rank, c, mesh, false));
+  }
 }
 }  // namespace detail
 
@@ -152,16 +160,22 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
   peak_inputs own;
   const peak_inputs& sz = in.out_bytes.empty() ? own : in;
   if (in.out_bytes.empty())
-    for (std::size_t j = 0; j < n; ++j) detail::append_op_sizes(g, j, configs[j], pr, own);
+    for (std::size_t j = 0; j < n; ++j) detail::append_op_sizes(g, j, configs[j], pr, mesh, own);
   std::vector<char> same(ins[n]), shard_kept(ins[n]);
   for (std::size_t j = 0; j < n; ++j)
     for (std::size_t s = 0; s < g.ops[j].inputs.size(); ++s) {
+      if (!in.input_flags.empty()) {
+        same[ins[j] + s] = char(in.input_flags[ins[j] + s] & 1);
+        shard_kept[ins[j] + s] = char(in.input_flags[ins[j] + s] >> 1 & 1);
+        continue;
+      }
       same[ins[j] + s] = detail::same_split(g, edge(int(j), s), cfg(producer(int(j), s)), cfg(int(j)));
       shard_kept[ins[j] + s] = detail::kept_shard_ratio(g, edge(int(j), s), cfg(producer(int(j), s)), cfg(int(j))) < 1;
     }
   auto out_bytes = [&](int j) { return sz.out_bytes[std::size_t(j)]; };
   auto in_bytes = [&](int j, std::size_t s) { return sz.in_bytes[ins[std::size_t(j)] + s]; };
   auto param_elements = [&](int j, std::size_t s) { return sz.param_elements[pars[std::size_t(j)] + s]; };
+  auto param_layout = [&](int j, std::size_t s) -> const tensor_layout& { return sz.param_layout[pars[std::size_t(j)] + s]; };
   auto same_in = [&](int j, std::size_t s) { return same[ins[std::size_t(j)] + s] != 0; };
   auto keeps_shard = [&](int j, std::size_t s) { return shard_kept[ins[std::size_t(j)] + s] != 0; };
   auto segment_input = [&](int j, std::size_t s) {
@@ -185,7 +199,7 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
       if (owner[std::size_t(t)] >= 0) continue;
       owner[std::size_t(t)] = int(j);
       owner_slot[std::size_t(t)] = int(s);
-      const auto l = layout_of(op, op.params[s], g.tensors[std::size_t(t)].rank, configs[j], mesh, false);
+      const auto& l = param_layout(int(j), s);
       const std::int64_t r = std::int64_t(l.replicate[0]) * l.replicate[1];
       const double local = param_elements(int(j), s);
       sharded[std::size_t(t)] = configs[j].shard_optimizer && r > 1 && detail::shardable(g, op.params[s], configs[j], r);
@@ -201,10 +215,7 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
     const auto& op = g.ops[std::size_t(j)];
     const int t = op.params[s].tensor;
     const int u = owner[std::size_t(t)];
-    const auto& uo = g.ops[std::size_t(u)];
-    const int rank = g.tensors[std::size_t(t)].rank;
-    const bool same = layout_of(op, op.params[s], rank, cfg(j), mesh, false) ==
-                      layout_of(uo, uo.params[std::size_t(owner_slot[std::size_t(t)])], rank, cfg(u), mesh, false);
+    const bool same = param_layout(j, s) == param_layout(u, std::size_t(owner_slot[std::size_t(t)]));
     return same ? -1 : R.make(param_elements(j, s) * pr.weight_bytes);
   };
   R.most = R.current;
@@ -389,9 +400,7 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
     for (std::size_t s = 0; s < op.params.size(); ++s) {
       const int t = op.params[s].tensor;
       if (sharded[std::size_t(t)]) {  // reduce-scattered into the shard as soon as it exists
-        const auto& u = g.ops[std::size_t(owner[std::size_t(t)])];
-        const auto& um = u.params[std::size_t(owner_slot[std::size_t(t)])];
-        const auto l = layout_of(u, um, g.tensors[std::size_t(t)].rank, cfg(owner[std::size_t(t)]), mesh, false);
+        const auto& l = param_layout(owner[std::size_t(t)], std::size_t(owner_slot[std::size_t(t)]));
         int part = R.make(param_elements(owner[std::size_t(t)], std::size_t(owner_slot[std::size_t(t)])) /
                           double(std::int64_t(l.replicate[0]) * l.replicate[1]) * pr.grad_bytes);
         R.drop(dpar[s]);
@@ -413,9 +422,7 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
     for (auto& p : op.params) ++users[std::size_t(p.tensor)];
   for (std::size_t t = 0; t < nt; ++t) {
     if (owner[t] < 0) continue;
-    const auto& u = g.ops[std::size_t(owner[t])];
-    const auto& um = u.params[std::size_t(owner_slot[t])];
-    const auto l = layout_of(u, um, g.tensors[t].rank, cfg(owner[t]), mesh, false);
+    const auto& l = param_layout(owner[t], std::size_t(owner_slot[t]));
     const double local = param_elements(owner[t], std::size_t(owner_slot[t]));
     if (sharded[t]) {
       const double r = double(std::int64_t(l.replicate[0]) * l.replicate[1]);
