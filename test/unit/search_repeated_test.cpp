@@ -885,7 +885,7 @@ TEST_CASE("a search skipped before its per-layer solves: its exact restricted po
 
 TEST_CASE("so_far: per-layer solves made before the known points are all in leave the result unchanged") {
   std::mt19937_64 rng(4242);
-  int groups = 0, early = 0, skipped = 0;
+  int groups = 0, early = 0, skipped = 0, left = 0;
   for (int it = 0; it < 40; ++it) {
     CAPTURE(it);
     std::vector<generated> gs;
@@ -903,46 +903,68 @@ TEST_CASE("so_far: per-layer solves made before the known points are all in leav
     // skip_epsilon 0 leaves no coarse solve before the exact ones, so `so_far` is asked
     // (0.5 keeps the coarse tables first, and `so_far` must not be asked)
     const double skip = it % 4 == 3 ? 0.5 : 0.0;
-    auto run = [&](bool ready, int& asked) {
+    // ready: every point in when asked; late: half of them in, the rest only once the search
+    // asks for all (known); polled: half in, the rest arriving while the early solves run
+    // (in_so_far), which leave them where the whole set skips the search
+    enum class arrival { ready, late, polled };
+    auto run = [&](arrival a, int& asked, std::vector<bool>& arrived) {
       std::vector<std::vector<to::frontier::point>> guaranteed(gs.size());
       std::vector<to::frontier_result> out;
+      arrived.assign(gs.size(), false);
       for (std::size_t i = 0; i < gs.size(); ++i) {
         to::repeated_bounds b = chained_bounds(guaranteed, i);
         b.skip_epsilon = skip;
         // early: only half of the points in so far (they skip nothing the whole set does not)
-        b.so_far = [&, ready, before = b.known]() -> std::optional<std::vector<to::frontier::point>> {
+        b.so_far = [&, a, before = b.known]() -> std::optional<std::vector<to::frontier::point>> {
           ++asked;
-          if (ready) return std::nullopt;
+          if (a == arrival::ready) return std::nullopt;
           auto v = before();
           v.resize(v.size() / 2);
           return v;
         };
+        if (a == arrival::polled)
+          b.in_so_far = [&, i, before = b.known] {
+            auto v = before();
+            if (v.size() > v.size() / 2) arrived[i] = true;
+            return v;
+          };
         out.push_back(to::solve_repeated(gs[i].p, gs[i].rb, {.epsilon = eps}, b));
       }
       return out;
     };
-    int asked_now = 0, asked_late = 0;
-    const auto now = run(true, asked_now), late = run(false, asked_late);
+    int asked_now = 0, asked_late = 0, asked_polled = 0;
+    std::vector<bool> unused, arrived;
+    const auto now = run(arrival::ready, asked_now, unused), late = run(arrival::late, asked_late, unused),
+               polled = run(arrival::polled, asked_polled, arrived);
     CHECK(asked_now == asked_late);
+    CHECK(asked_now == asked_polled);
     if (skip > 0) CHECK(asked_late == 0);
     early += asked_late;
     REQUIRE(now.size() == late.size());
+    REQUIRE(now.size() == polled.size());
     for (std::size_t i = 0; i < now.size(); ++i) {
-      CHECK(now[i].skipped == late[i].skipped);
-      CHECK(now[i].note == late[i].note);
-      skipped += late[i].skipped;
-      REQUIRE(now[i].points.size() == late[i].points.size());
-      for (std::size_t j = 0; j < now[i].points.size(); ++j) {
-        CHECK(now[i].points[j].time == late[i].points[j].time);
-        CHECK(now[i].points[j].memory == late[i].points[j].memory);
-        CHECK(now[i].points[j].choice == late[i].points[j].choice);
+      for (const auto* other : {&late[i], &polled[i]}) {
+        CHECK(now[i].skipped == other->skipped);
+        CHECK(now[i].note == other->note);
+        REQUIRE(now[i].points.size() == other->points.size());
+        for (std::size_t j = 0; j < now[i].points.size(); ++j) {
+          CHECK(now[i].points[j].time == other->points[j].time);
+          CHECK(now[i].points[j].memory == other->points[j].memory);
+          CHECK(now[i].points[j].choice == other->points[j].choice);
+        }
       }
+      skipped += late[i].skipped;
+      // points arrived during the early solves and the search was skipped: the solves were left
+      left += arrived[i] && polled[i].skipped;
       check_recost(gs[i].p, late[i]);
+      check_recost(gs[i].p, polled[i]);
     }
   }
-  MESSAGE("groups " << groups << ", searches with early per-layer solves " << early << ", skipped " << skipped);
+  MESSAGE("groups " << groups << ", searches with early per-layer solves " << early << ", skipped " << skipped
+                    << ", early solves left when the rest of the points arrived " << left);
   CHECK(groups > 20);
   CHECK(early > 20);
   CHECK(skipped > 0);
+  CHECK(left > 0);
 }
 }  // namespace search_repeated_test_file

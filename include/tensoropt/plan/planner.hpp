@@ -284,6 +284,11 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
                 if (out_before(pos) == 0) return std::nullopt;
                 return points_before(pos);
               };
+              // polled by those early solves: they stop where newly arrived points skip the count
+              rbd.in_so_far = [&, pos] {
+                std::lock_guard lock(mu);
+                return points_before(pos);
+              };
               // the whole count is beaten when those points lie at or below a lower bound of
               // every strategy (plan/job_bounds.hpp); tested once they are in, so the count's
               // coarse per-layer solves run while the counts before it are still searching

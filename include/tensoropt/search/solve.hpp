@@ -70,6 +70,7 @@
 // cell's merge). The engine is constexpr and runs in a constant expression for small problems.
 #pragma once
 #include <algorithm>
+#include <functional>
 #include <new>
 #include <string>
 #include <type_traits>
@@ -159,10 +160,12 @@ namespace detail {
 /// entry: for the per-layer tables and scalar searches of search/repeated.hpp, whose
 /// subproblems are cut entry by entry from a problem checked once (profiled at 5 % of a
 /// gpt3-39b planning run when each was validated again).
-inline conditioned_frontier solve_conditioned_valid(const problem& p, const std::vector<int>& keep,
-                                                    const solve_options& o,
-                                                    const std::vector<std::vector<int>>& classes,
-                                                    const std::vector<std::pair<int, std::vector<int>>>& tied) {
+/// `progress` (optional) is called after each elimination, as solve's; an exception it throws
+/// ends the search and leaves it.
+inline conditioned_frontier solve_conditioned_valid(
+    const problem& p, const std::vector<int>& keep, const solve_options& o,
+    const std::vector<std::vector<int>>& classes, const std::vector<std::pair<int, std::vector<int>>>& tied,
+    const std::function<void(const search_progress&)>& progress = {}) {
   detail::require(o.epsilon >= 0, "solve: epsilon must be >= 0 (0 means exact)");
   for (int v : keep)
     detail::require(v >= 0 && std::size_t(v) < p.nodes.size(), "solve_conditioned: a kept node is out of range");
@@ -189,8 +192,10 @@ inline conditioned_frontier solve_conditioned_valid(const problem& p, const std:
                     "solve_conditioned: the classes of a tied node must give one class (>= 0) per config");
     e.classes(v, cls);
   }
-  auto quiet = [](const search_progress&) {};
-  return e.run_kept(quiet, keep);
+  auto report = [&progress](const search_progress& sp) {
+    if (progress) progress(sp);
+  };
+  return e.run_kept(report, keep);
 }
 }  // namespace detail
 

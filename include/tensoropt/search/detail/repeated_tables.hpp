@@ -53,6 +53,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <utility>
 #include <vector>
 #include "../solve.hpp"
@@ -115,7 +116,9 @@ struct conditioned_part {
   std::vector<std::vector<int>> classes;
   std::vector<std::pair<int, std::vector<int>>> tied;
   std::vector<bool> copy;
-  conditioned_frontier solve(const solve_options& o) const { return solve_conditioned_valid(q, keep, o, classes, tied); }
+  conditioned_frontier solve(const solve_options& o, const std::function<void(const search_progress&)>& progress = {}) const {
+    return solve_conditioned_valid(q, keep, o, classes, tied, progress);
+  }
 };
 
 inline std::vector<int> copy_classes(const repeated_split& s) {
@@ -175,19 +178,22 @@ inline conditioned_part z_part_of(const problem& p, const repeated_block& rb, co
 
 /// Solves the tables of `p` split by `s` with options `o` that `parts` names, into `out`
 /// (the others are left as they are); `diagonal`: T only where its input and output take one
-/// layout (fast mode's restriction).
+/// layout (fast mode's restriction). `progress` (optional): called after each elimination
+/// of each of them (solve_conditioned_valid).
 inline void solve_parts(const problem& p, const repeated_block& rb, const repeated_split& s, const solve_options& o,
-                        bool diagonal, unsigned parts, repeated_tables& out) {
-  if (parts & part_a) out.a = a_part_of(p, rb, s, diagonal, out.ra).solve(o);
-  if (parts & part_t) out.t = t_part_of(p, rb, s, diagonal, out.rt).solve(o);
-  if (parts & part_z) out.z = z_part_of(p, rb, s, diagonal, out.rz).solve(o);
+                        bool diagonal, unsigned parts, repeated_tables& out,
+                        const std::function<void(const search_progress&)>& progress = {}) {
+  if (parts & part_a) out.a = a_part_of(p, rb, s, diagonal, out.ra).solve(o, progress);
+  if (parts & part_t) out.t = t_part_of(p, rb, s, diagonal, out.rt).solve(o, progress);
+  if (parts & part_z) out.z = z_part_of(p, rb, s, diagonal, out.rz).solve(o, progress);
 }
 
 /// Solves the three tables of `p` split by `s` (see solve_parts).
 inline repeated_tables repeated_parts(const problem& p, const repeated_block& rb, const repeated_split& s,
-                                      const solve_options& o, bool diagonal) {
+                                      const solve_options& o, bool diagonal,
+                                      const std::function<void(const search_progress&)>& progress = {}) {
   repeated_tables out;
-  solve_parts(p, rb, s, o, diagonal, all_parts, out);
+  solve_parts(p, rb, s, o, diagonal, all_parts, out, progress);
   return out;
 }
 
