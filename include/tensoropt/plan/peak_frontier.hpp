@@ -61,8 +61,8 @@ inline memory_peak point_peak(const planned_frontier& pf, std::size_t i) {
 /// parameter layouts, computed once, and the additive memory as the problem sums it
 /// (evaluate's, term for term). What depends on a producer's and a consumer's layouts (an
 /// input read in the producer's layout, a producer's shard kept) is remembered per op input
-/// and pair of layouts as replays meet it (threads share the table; a value is computed at
-/// most a few times). The same peak as predicted_peak. On gpt3-1.3b (4 x V100-16GB, exact,
+/// and pair of layouts as replays meet it (threads share the table: two of them may compute
+/// one entry at once, with the same value). The same peak as predicted_peak. On gpt3-1.3b (4 x V100-16GB, exact,
 /// 26,412 replays) the layouts looked up took the whole planning 4.64-4.67 -> 4.29-4.34 s of
 /// CPU, the pairs remembered 4.14-4.18 s (`plan_bench --only gpt3-1.3b --threads 2`).
 class peak_replayer {
