@@ -99,9 +99,8 @@ class peak_replayer {
     std::size_t total = 0;
     for (std::size_t j = 0; j < n; ++j)
       for (const auto& t : b.graph.ops[j].inputs) {
-        const int p = b.graph.tensors[std::size_t(t.tensor)].producer;
         pair_at_.push_back(total);
-        total += p >= 0 ? layouts_[std::size_t(p)] * layouts_[j] : 0;
+        total += layouts_[std::size_t(b.graph.tensors[std::size_t(t.tensor)].producer)] * layouts_[j];
       }
     if (total <= max_pairs) pairs_.reset(new std::atomic<unsigned char>[total]());
   }
@@ -115,10 +114,6 @@ class peak_replayer {
         for (std::size_t s = 0; s < g.ops[j].inputs.size(); ++s, ++k) {
           const int p = g.tensors[std::size_t(g.ops[j].inputs[s].tensor)].producer;
           const auto& cv = b_->configs[j][std::size_t(choice[j])];
-          if (p < 0) {
-            in.input_flags.push_back(0);
-            continue;
-          }
           const auto& cu = b_->configs[std::size_t(p)][std::size_t(choice[std::size_t(p)])];
           auto& e = pairs_[pair_at_[k] + layout_[std::size_t(p)][std::size_t(choice[std::size_t(p)])] * layouts_[j] +
                            layout_[j][std::size_t(choice[j])]];
