@@ -51,16 +51,26 @@ struct published_run {
 
   constexpr index_t gpus() const { return nodes * gpus_per_node; }
   constexpr bool transformer() const { return model != published_model::resnet50; }
-  /// Data-parallel replicas: GPUs / tp, tp read from the SPEC's "tp=" (1 if absent).
-  constexpr index_t tp() const {
-    const auto at = strategy.find("tp=");
-    if (at == std::string_view::npos) return 1;
+  /// The SPEC's value of `key` ("tp", "pp"; 1 if absent).
+  constexpr index_t spec_degree(std::string_view key) const {
+    std::size_t at = 0;
+    while (true) {  // key at the start or after a comma, then '='
+      at = strategy.find(key, at);
+      if (at == std::string_view::npos) return 1;
+      if ((at == 0 || strategy[at - 1] == ',') && at + key.size() < strategy.size() &&
+          strategy[at + key.size()] == '=')
+        break;
+      ++at;
+    }
     index_t t = 0;
-    for (std::size_t i = at + 3; i < strategy.size() && strategy[i] >= '0' && strategy[i] <= '9'; ++i)
+    for (std::size_t i = at + key.size() + 1; i < strategy.size() && strategy[i] >= '0' && strategy[i] <= '9'; ++i)
       t = 10 * t + (strategy[i] - '0');
     return t;
   }
-  constexpr index_t replicas() const { return gpus() / tp(); }
+  constexpr index_t tp() const { return spec_degree("tp"); }
+  constexpr index_t pp() const { return spec_degree("pp"); }
+  /// Data-parallel replicas: GPUs / (tp x pp).
+  constexpr index_t replicas() const { return gpus() / (tp() * pp()); }
   /// Micro-batches per iteration: global batch / (replicas * micro-batch).
   constexpr index_t micro_batches() const { return global_batch / (replicas() * micro_batch); }
 };
