@@ -4,7 +4,8 @@
 // within 15 % and the median |error| within 5 %. Errors on rows used to fit a
 // constant (none at present), on the other rows and on the confirmed rows alone are
 // reported separately; the 22B pair also checks the predicted full / selective+SP
-// speed-up against the measured one (5 %). The runs outside the model are evaluated
+// speed-up against the measured one (5 %), and every run's predicted memory must fit its
+// device (each ran). The runs outside the model are evaluated
 // and printed, held to nothing, except what explains them: the BERT phase-2 rows
 // must be over-predicted at the nominal 512 tokens and not at the binned bound.
 #include <tensoropt/cost/published_runs.hpp>
@@ -400,6 +401,24 @@ TEST_CASE("published runs: sensitivity to the assumed micro-batch size") {
                 100 * (one - meas) / meas, 100 * (as_row - meas) / meas);
     CHECK(one < as_row);
   }
+}
+
+TEST_CASE("published runs: every run's predicted memory fits its device") {
+  // Each row ran: its strategy fitted the device. The memory the model predicts for it
+  // (the fullest device, the reserve included; a pipelined row's fullest stage) must
+  // then fit too, or the planner would call a real run impossible.
+  auto check = [](const published_run& r) {
+    CAPTURE(r.name);
+    const device d = gpus::find(r.device);
+    const double mem = evaluate_row(r).memory, cap = d.capacity.value;
+    std::printf("%-34s predicted %6.1f GiB of %5.1f GiB (%3.0f %%)\n", std::string(r.name).c_str(),
+                mem / double(1 << 30), cap / double(1 << 30), 100 * mem / cap);
+    CHECK(mem <= cap);
+  };
+  for (const auto& r : published_runs) check(r);
+  for (const auto& r : unmodelled_runs) check(r);
+  for (const auto& r : fused_stack_runs) check(r);
+  for (const auto& r : fp32_runs) check(r);
 }
 
 TEST_CASE("published runs: the pipeline bubble as data parallelism grows (Narayanan et al. Table 2)") {
