@@ -112,6 +112,9 @@ double median(std::vector<double> v) {
 void check_well_formed(const published_run& r) {
   CAPTURE(r.name);
   CHECK(r.gpus() > 0);
+  const strategy_spec spec = parse_strategy_spec(r.strategy);  // the row's degrees are the SPEC's
+  CHECK(spec.tp == r.tp());
+  CHECK(spec.pp == r.pp());
   CHECK(r.gpus() % (r.tp() * r.pp()) == 0);
   CHECK(r.micro_batches() >= r.pp());  // 1F1B needs a micro-batch per stage
   CHECK(r.micro_batch > 0);
