@@ -208,22 +208,31 @@
 namespace tensoropt {
 
 namespace detail {
-constexpr published_run narayanan_row(std::string_view name, index_t heads, index_t hidden, index_t layers,
-                                      index_t gpus, index_t batch, std::string_view spec, double tflops) {
+/// A GPT run: its shape, batch (global, and per micro-batch and replica), cluster and SPEC.
+struct gpt_run_shape {
+  index_t layers, hidden, heads, seq, vocab, global_batch, micro_batch, nodes, gpus_per_node;
+  std::string_view device, strategy;
+};
+constexpr published_run gpt_row(std::string_view name, const gpt_run_shape& g) {
   published_run r;
   r.name = name;
-  r.layers = layers;
-  r.hidden = hidden;
-  r.heads = heads;
-  r.seq = 2048;
-  r.vocab = 51200;
-  r.global_batch = batch;
-  r.micro_batch = 1;
-  r.nodes = gpus / 8;
-  r.gpus_per_node = 8;
-  r.device = "a100-80gb";
-  r.strategy = spec;
+  r.layers = g.layers;
+  r.hidden = g.hidden;
+  r.heads = g.heads;
+  r.seq = g.seq;
+  r.vocab = g.vocab;
+  r.global_batch = g.global_batch;
+  r.micro_batch = g.micro_batch;
+  r.nodes = g.nodes;
+  r.gpus_per_node = g.gpus_per_node;
+  r.device = g.device;
+  r.strategy = g.strategy;
   r.attention = attention_kernel::materialized;
+  return r;
+}
+constexpr published_run narayanan_row(std::string_view name, index_t heads, index_t hidden, index_t layers,
+                                      index_t gpus, index_t batch, std::string_view spec, double tflops) {
+  published_run r = gpt_row(name, {layers, hidden, heads, 2048, 51200, batch, 1, gpus / 8, 8, "a100-80gb", spec});
   r.reported_as = published_run::figure::tflops_per_gpu;
   r.reported = tflops;
   r.source = "Narayanan et al. 2021 (arXiv:2104.04473), Table 1";
@@ -231,20 +240,7 @@ constexpr published_run narayanan_row(std::string_view name, index_t heads, inde
   return r;
 }
 constexpr published_run korthikanti_22b(std::string_view name, std::string_view spec, double seconds) {
-  published_run r;
-  r.name = name;
-  r.layers = 48;
-  r.hidden = 6144;
-  r.heads = 64;
-  r.seq = 2048;
-  r.vocab = 51200;
-  r.global_batch = 4;
-  r.micro_batch = 4;
-  r.nodes = 1;
-  r.gpus_per_node = 8;
-  r.device = "a100-80gb";
-  r.strategy = spec;
-  r.attention = attention_kernel::materialized;
+  published_run r = gpt_row(name, {48, 6144, 64, 2048, 51200, 4, 4, 1, 8, "a100-80gb", spec});
   r.reported_as = published_run::figure::seconds;
   r.reported = seconds;
   r.source = "Korthikanti et al. 2022 (arXiv:2205.05198), Tables 3 and 5";
@@ -253,19 +249,8 @@ constexpr published_run korthikanti_22b(std::string_view name, std::string_view 
   return r;
 }
 constexpr published_run megatron_v1_1_2b() {
-  published_run r;
-  r.name = "megatron-v1-1.2b-v100";
-  r.layers = 40;
-  r.hidden = 1536;
-  r.heads = 16;
-  r.seq = 1024;
-  r.vocab = 51200;
-  r.global_batch = 8;
-  r.micro_batch = 8;
-  r.nodes = 1;
-  r.gpus_per_node = 1;
-  r.device = "v100-32gb";
-  r.strategy = "tp=1,recompute=full";
+  published_run r =
+      gpt_row("megatron-v1-1.2b-v100", {40, 1536, 16, 1024, 51200, 8, 8, 1, 1, "v100-32gb", "tp=1,recompute=full"});
   r.reported_as = published_run::figure::seconds;
   r.reported = 1.288;
   r.source = "Megatron-LM v1.0 release note (nv-adlr.github.io/MegatronLMV1), Table 1";
@@ -297,19 +282,8 @@ inline constexpr std::string_view mtnlg_stack =
 /// DeepSpeed's pipeline engine with Megatron-LM's layers, tp 8 x pp 35 on DGX A100
 /// 40GB nodes, global batch 1920, micro-batches of one sequence.
 constexpr published_run mtnlg_row(std::string_view name, index_t nodes, double seconds) {
-  published_run r;
-  r.name = name;
-  r.layers = 105;
-  r.hidden = 20480;
-  r.heads = 128;
-  r.seq = 2048;
-  r.vocab = 50272;
-  r.global_batch = 1920;
-  r.micro_batch = 1;
-  r.nodes = nodes;
-  r.gpus_per_node = 8;
-  r.device = "a100-40gb";
-  r.strategy = "pp=35,tp=8,recompute=full";
+  published_run r =
+      gpt_row(name, {105, 20480, 128, 2048, 50272, 1920, 1, nodes, 8, "a100-40gb", "pp=35,tp=8,recompute=full"});
   r.reported_as = published_run::figure::seconds;
   r.reported = seconds;
   r.source = "Smith et al. 2022 (arXiv:2201.11990), Section 2.4, as transcribed by cli99/llm-analysis";
