@@ -4,6 +4,11 @@
 #include <random>
 #include <tensoropt/search/query.hpp>
 #include <tensoropt/search/solve.hpp>
+#include <tensoropt/search/detail/heap_front.hpp>
+#include <tensoropt/search/detail/scalar_problem.hpp>
+#include <algorithm>
+#include <cmath>
+#include <vector>
 #include "random_problem.hpp"
 
 // File-local: the unit tests of an area are built as one unity translation unit.
@@ -414,4 +419,60 @@ TEST_CASE("a search past its memory limit stops with the sizes it reached, not b
   // the default limit (three quarters of the machine) does not get in the way
   CHECK(!to::solve(p).points.empty());
 }
+TEST_CASE("the merges' galloping search finds what a bisection finds") {
+  // first_from (detail/heap_front.hpp) moves a merge's row past the sums it cannot keep:
+  // on every range of a staircase's decreasing times and every threshold it must give the
+  // bisection's answer, the first index in [lo, hi) at or below the threshold.
+  static_assert(to::detail::first_from(2, 9, [](std::size_t i) { return i >= 5; }) == 5);
+  static_assert(to::detail::first_from(2, 9, [](std::size_t) { return false; }) == 9);
+  static_assert(to::detail::first_from(4, 4, [](std::size_t) { return true; }) == 4);
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 2000; ++trial) {
+    const std::size_t n = std::uniform_int_distribution<std::size_t>(0, 70)(rng);
+    std::vector<std::int64_t> t(n);
+    std::int64_t v = 1000;
+    for (auto& x : t) x = v -= std::uniform_int_distribution<std::int64_t>(1, 9)(rng);  // times decrease
+    const std::size_t lo = std::uniform_int_distribution<std::size_t>(0, n)(rng);
+    const std::size_t hi = std::uniform_int_distribution<std::size_t>(lo, n)(rng);
+    const std::int64_t thr = std::uniform_int_distribution<std::int64_t>(v - 20, 1010)(rng);
+    auto ok = [&](std::size_t i) { return t[i] <= thr; };
+    const std::size_t want = std::size_t(
+        std::partition_point(t.begin() + std::ptrdiff_t(lo), t.begin() + std::ptrdiff_t(hi),
+                             [&](std::int64_t x) { return x > thr; }) - t.begin());
+    CAPTURE(n);
+    CAPTURE(lo);
+    CAPTURE(hi);
+    CHECK(to::detail::first_from(lo, hi, ok) == want);
+  }
+}
+
+TEST_CASE("a scalar search's reweighed entry is a lower bound, within one unit and 2^-49 relative") {
+  // weighed_below (detail/scalar_problem.hpp) takes m + floor(w t) in double arithmetic:
+  // checked in exact 113-bit arithmetic (t < 2^55, so w t is exact there) against
+  // m + w t (never above) and m + floor(w t) - 1 - 2^-49 w t (never below), and at the cap.
+  using q = __float128;
+  std::mt19937_64 rng(11);
+  const to::cost_t cap = to::max_problem_cost;
+  for (int trial = 0; trial < 20000; ++trial) {
+    const double w = std::ldexp(std::uniform_real_distribution<double>(1, 2)(rng),
+                                std::uniform_int_distribution<int>(-40, 12)(rng));
+    const to::cost_t t = to::cost_t(rng() >> std::uniform_int_distribution<int>(9, 63)(rng));
+    const to::cost_t m = to::cost_t(rng() >> std::uniform_int_distribution<int>(3, 63)(rng));
+    const to::cost_t r = to::detail::weighed_below(m, t, w, cap);
+    const q exact = q(m) + q(w) * q(t);
+    CAPTURE(w);
+    CAPTURE(t);
+    CAPTURE(m);
+    CHECK(r <= cap);
+    CHECK(q(r) <= exact);
+    if (exact < q(cap) / 2) {
+      const q fl = q(to::cost_t(q(w) * q(t)));  // floor: w t >= 0
+      CHECK(q(r) >= q(m) + fl - 1 - q(w) * q(t) * q(0x1p-49));
+    }
+  }
+  CHECK(to::detail::weighed_below(cap, 5, 1.0, cap) == cap);
+  CHECK(to::detail::weighed_below(0, to::cost_t(1) << 61, 8.0, cap) == cap);
+  CHECK(to::detail::weighed_below(7, 10, 0.5, cap) == 11);  // 7 + floor(5 (1 - 2^-50)) = 11
+}
+
 }  // namespace search_solve_test_file

@@ -5,8 +5,8 @@
 // a base cost (the sum of the single-point spans plus one point of the second largest
 // span A), and row + S is a staircase too. All rows of all cv are merged in memory order
 // with a min-heap; a popped point is kept when its time beats the best so far, and a
-// dominated one jumps (binary search in S, whose times decrease) to the first point that
-// could beat it. Sorting every candidate (the first version) spent 75 % of the search in
+// dominated one jumps (a galloping search in S, whose times decrease: heap_front.hpp) to
+// the first point that could beat it. Sorting every candidate (the first version) spent 75 % of the search in
 // std::sort on a 4-layer transformer; the merge touches only the points near the staircase.
 // Back-pointers are joined only for the points that survive.
 #pragma once
@@ -204,7 +204,7 @@ struct cell_merger {
     // kept instead), so pruning during the merge gives the same costs and lets rows jump
     // past every point the prune would drop.
     // beats(t), "(1 + delta) t < best" (t < best at delta 0), is t <= thr, the integer
-    // threshold of the last kept point (time_below), so the binary searches compare integers.
+    // threshold of the last kept point (time_below), so the searches compare integers.
     cost_t thr = std::numeric_limits<cost_t>::max();
     auto beats = [&](cost_t t) { return t <= thr; };
     while (np < pending.size() || !heap.empty()) {
@@ -221,13 +221,7 @@ struct cell_merger {
         thr = time_below(x.time, delta);
       } else {
         // first j > x.j whose point beats the last kept one (S's times decrease)
-        std::size_t lo = x.j + 1, hi = s.n;
-        while (lo < hi) {
-          const std::size_t mid = lo + (hi - lo) / 2;
-          if (beats(row.time + s.p[mid].time)) hi = mid;
-          else lo = mid + 1;
-        }
-        next = lo;
+        next = first_from(x.j + 1, s.n, [&](std::size_t m) { return beats(row.time + s.p[m].time); });
       }
       const bool goes_on = next < s.n;
       merge_item y{};

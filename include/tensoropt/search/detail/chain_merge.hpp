@@ -1,13 +1,14 @@
 // One step of the exact chain fold (search/repeated_exact.hpp): the staircase of
 // | over c of F(c) (+) T(c, d) for one layout d, pruned by a branch-and-bound region.
 //
-// The heap merge of detail/cell_merge.hpp, with provenance kept per output point instead
+// The heap merge of detail/cell_merge.hpp (a popped row's next sum replaces the heap's
+// front in one sift, detail/heap_front.hpp), with provenance kept per output point instead
 // of back-pointers: for each input c the larger staircase S is swept and every point of
 // the smaller one is a row (row + S is a staircase). Rows enter the heap when the memory
 // sweep reaches their first point; a popped sum is kept when its time beats the best so
 // far, it fits the memory limit and the region keeps it (detail/completion_bound.hpp). A
 // sum the region drops still bounds the sums it dominates (the region is a down-set, so
-// it would drop them too), and a row jumps, by binary search in S whose times decrease,
+// it would drop them too), and a row jumps, by a galloping search in S whose times decrease,
 // past every sum that is dominated or above the region's bound at the popped memory (the
 // bound only falls as memory grows). Sums above the memory limit end the merge.
 #pragma once
@@ -17,6 +18,7 @@
 #include <vector>
 #include "../frontier.hpp"
 #include "completion_bound.hpp"
+#include "heap_front.hpp"
 
 namespace tensoropt::detail {
 
@@ -44,7 +46,12 @@ inline std::vector<candidate> chain_merge(const std::vector<chain_input>& in, co
     cost_t memory, time;
     std::uint32_t row, j;
   };
-  auto after = [](const item& x, const item& y) { return x.memory != y.memory ? x.memory > y.memory : x.time > y.time; };
+  // a total order (ties by row and position), so the pops do not depend on the heap's layout
+  auto after = [](const item& x, const item& y) {
+    if (x.memory != y.memory) return x.memory > y.memory;
+    if (x.time != y.time) return x.time > y.time;
+    return x.row != y.row ? x.row > y.row : x.j > y.j;
+  };
   std::vector<const std::vector<candidate>*> sweep(in.size());
   std::vector<bool> f_sweeps(in.size());
   std::vector<row> rows;
@@ -72,14 +79,8 @@ inline std::vector<candidate> chain_merge(const std::vector<chain_input>& in, co
   std::size_t np = 0, corner = 0;
   cost_t best = std::numeric_limits<cost_t>::max();
   while (np < pending.size() || !heap.empty()) {
-    item x;
-    if (np < pending.size() && (heap.empty() || !after(pending[np], heap.front()))) {
-      x = pending[np++];
-    } else {
-      std::pop_heap(heap.begin(), heap.end(), after);
-      x = heap.back();
-      heap.pop_back();
-    }
+    const bool from_heap = !(np < pending.size() && (heap.empty() || !after(pending[np], heap.front())));
+    const item x = from_heap ? heap.front() : pending[np++];  // the front is replaced or popped below
     if (x.memory > limit) break;
     const row& rw = rows[x.row];
     const auto& s = *sweep[rw.input];
@@ -97,18 +98,12 @@ inline std::vector<candidate> chain_merge(const std::vector<chain_input>& in, co
     if (!better || x.time > cap) {
       // first j > x.j whose sum is below best and within cap (S's times decrease)
       const cost_t thr = std::min(best - 1, cap);
-      std::size_t lo = x.j + 1, hi = s.size();
-      while (lo < hi) {
-        const std::size_t mid = lo + (hi - lo) / 2;
-        if (rw.time + s[mid].time <= thr) hi = mid;
-        else lo = mid + 1;
-      }
-      next = lo;
+      next = first_from(x.j + 1, s.size(), [&](std::size_t m) { return rw.time + s[m].time <= thr; });
     }
-    if (next < s.size()) {
-      heap.push_back({rw.memory + s[next].memory, rw.time + s[next].time, x.row, std::uint32_t(next)});
-      std::push_heap(heap.begin(), heap.end(), after);
-    }
+    const bool goes_on = next < s.size();
+    item y{};
+    if (goes_on) y = {rw.memory + s[next].memory, rw.time + s[next].time, x.row, std::uint32_t(next)};
+    advance_rows(heap, after, from_heap, goes_on ? &y : nullptr);
   }
   return out;
 }

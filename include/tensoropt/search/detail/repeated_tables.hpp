@@ -543,8 +543,8 @@ inline lines_outcome layouts_covered_by_lines(const layer_scalars& ls, const rep
       if (lines >= max_lines) return lines_outcome::undecided;
       slopes.push_back(w);
       ++lines;
-      const auto sw = composed_scalar(ls, s, max_bytes, [w, most](cost_t tt, cost_t mm) {
-        return cost_t(std::min(most, (long double)(mm) + std::floor(w * (long double)(tt))));
+      const auto sw = composed_scalar(ls, s, max_bytes, [w = double(w), cap = cost_t(most)](cost_t tt, cost_t mm) {
+        return weighed_below(mm, tt, w, cap);
       });
       for (std::size_t c = 0; c < nb; ++c) {
         if (!live[c] || sw[c].value < 0) continue;

@@ -2,7 +2,7 @@
 // provenance, by a heap merge of the rows a_i + b in memory order.
 //
 // A popped sum is kept when no kept point covers it (kept.time <= (1 + delta) time; delta
-// = 0: plain dominance), and a row jumps (binary search, b's times decrease) to its first
+// = 0: plain dominance), and a row jumps (galloping search, b's times decrease) to its first
 // sum that could be kept; sums above the memory limit end the merge. Sorting all |a| |b|
 // sums instead took 75 % of a gpt3-1.3b search. A square (one staircase as both operands,
 // as the doublings do) merges only a_i + a_j with j >= i.
@@ -45,7 +45,7 @@ constexpr std::size_t power_depth(std::size_t m) {
 /// The largest time t with (1 + delta) t < b in floating point (t < b at delta 0): the
 /// merges' keep test ("beats the last kept point by more than 1 + delta") as an integer
 /// threshold. The test is monotone in t, so it holds exactly for t <= the threshold, which
-/// is found once per kept point instead of at every step of every binary search.
+/// is found once per kept point instead of at every probe of every search.
 constexpr cost_t time_below(cost_t b, double delta) {
   if (delta <= 0) return b - 1;
   const double f = 1 + delta;
@@ -75,7 +75,7 @@ struct dominance_filter {
 /// prune(a (+) b) of two staircases, with provenance (ta, tb: indices into a and b), by a
 /// heap merge of the rows a_i + b in memory order: a popped sum is kept when no kept point
 /// covers it (kept.time <= (1 + delta) time; delta = 0: plain dominance), and a row jumps
-/// (binary search, b's times decrease) to its first sum that could be kept. Sums above
+/// (galloping search, b's times decrease) to its first sum that could be kept. Sums above
 /// `limit` end the merge. Sorting all |a| |b| sums instead took 75 % of a gpt3-1.3b search.
 /// A square (one staircase passed as both operands, as the powering's doublings do)
 /// merges only the sums a_i + a_j with j >= i: the others repeat them. Sums that `filter`
@@ -106,7 +106,7 @@ constexpr std::vector<candidate> sum_with_provenance(const std::vector<candidate
   // A sum of time t may be kept iff it is not covered by the last kept point ((1 + delta) t
   // < its time), beats it (t < its time) and is not filtered ((1 + delta) t < the filter's
   // bound): t <= an integer threshold (time_below), found once per kept point and per
-  // pop, so the binary searches compare integers.
+  // pop, so the searches compare integers.
   constexpr cost_t none = std::numeric_limits<cost_t>::max();
   auto below = [&](cost_t b) { return time_below(b, delta); };
   cost_t kept_limit = none;  // from the last kept point
@@ -126,12 +126,8 @@ constexpr std::vector<candidate> sum_with_provenance(const std::vector<candidate
     }
     // next sum of row i that is not covered by the last kept point nor filtered
     const cost_t at = a[std::size_t(h.i)].time;
-    std::size_t lo = std::size_t(h.j) + 1, hi = b.size();
-    while (lo < hi) {
-      const std::size_t mid = (lo + hi) / 2;
-      if (at + b[mid].time > usable) lo = mid + 1;
-      else hi = mid;
-    }
+    const std::size_t lo =
+        first_from(std::size_t(h.j) + 1, b.size(), [&](std::size_t m) { return at + b[m].time <= usable; });
     const bool goes_on = lo < b.size();
     head y{};
     if (goes_on) y = {a[std::size_t(h.i)].memory + b[lo].memory, at + b[lo].time, h.i, std::int32_t(lo)};
