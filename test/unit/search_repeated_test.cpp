@@ -925,6 +925,7 @@ TEST_CASE("so_far: per-layer solves made before the known points are all in leav
         if (a == arrival::polled)
           b.in_so_far = [&, i, before = b.known] {
             auto v = before();
+            // more than the v.size() / 2 points so_far gave: new ones arrive during the early solves
             if (v.size() > v.size() / 2) arrived[i] = true;
             return v;
           };
