@@ -4,6 +4,8 @@
 #include <random>
 #include <tensoropt/search/query.hpp>
 #include <tensoropt/search/solve.hpp>
+#include <tensoropt/search/detail/cell_merge.hpp>
+#include <tensoropt/search/detail/chain_merge.hpp>
 #include <tensoropt/search/detail/heap_front.hpp>
 #include <tensoropt/search/detail/scalar_problem.hpp>
 #include <algorithm>
@@ -444,6 +446,97 @@ TEST_CASE("the merges' galloping search finds what a bisection finds") {
     CAPTURE(hi);
     CHECK(to::detail::first_from(lo, hi, ok) == want);
   }
+}
+
+namespace {
+/// A random staircase of n points (memory rising, time falling) from (memory, time).
+std::vector<to::frontier::point> random_staircase(std::mt19937& rng, std::size_t n, to::cost_t memory,
+                                                  to::cost_t time) {
+  std::vector<to::frontier::point> s;
+  for (std::size_t i = 0; i < n; ++i) {
+    s.push_back({time, memory, -1});
+    memory += std::uniform_int_distribution<to::cost_t>(1, 40)(rng);
+    time -= std::uniform_int_distribution<to::cost_t>(1, 40)(rng);
+  }
+  return s;
+}
+}  // namespace
+
+TEST_CASE("a cell's merge and a chain step keep what a prune of every sum keeps, dominated configs left out") {
+  // cell_merger (detail/cell_merge.hpp) and chain_merge (detail/chain_merge.hpp) leave out
+  // the rows of a config (an input) whose every sum another's first or last sum beats
+  // strictly, and stop a row at once where its least time cannot be kept. Neither may
+  // change what they keep: against every sum enumerated, sorted and pruned the same way
+  // (a sum is kept when (1 + delta) its time < the last kept one's), on cells where many
+  // configs are far behind the others (a large time offset) and many are not.
+  std::mt19937 rng(23);
+  auto pick = [&](to::cost_t lo, to::cost_t hi) { return std::uniform_int_distribution<to::cost_t>(lo, hi)(rng); };
+  std::size_t left_out = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const std::size_t dv = std::size_t(pick(1, 12)), nf = std::size_t(pick(1, 3));
+    const double delta = trial % 3 == 0 ? 0.0 : 0.02;
+    const to::cost_t limit = trial % 5 == 0 ? pick(2500, 4000) : std::numeric_limits<to::cost_t>::max();
+    std::vector<std::vector<std::vector<to::frontier::point>>> spans(dv);
+    std::vector<std::pair<to::cost_t, to::cost_t>> all;  // (memory, time) of every sum
+    for (std::size_t cv = 0; cv < dv; ++cv) {
+      const to::cost_t behind = pick(0, 1) ? pick(2000, 5000) : 0;
+      for (std::size_t f = 0; f < nf; ++f) {
+        const std::size_t n = std::size_t(f == 0 ? pick(1, 25) : pick(1, 4));
+        spans[cv].push_back(random_staircase(rng, n, pick(0, 800), pick(1500, 2500) + (f == 0 ? behind : 0)));
+      }
+      std::vector<std::pair<to::cost_t, to::cost_t>> sums{{0, 0}};
+      for (auto& sp : spans[cv]) {
+        std::vector<std::pair<to::cost_t, to::cost_t>> next;
+        for (auto& x : sums)
+          for (auto& q : sp) next.push_back({x.first + q.memory, x.second + q.time});
+        sums = std::move(next);
+      }
+      all.insert(all.end(), sums.begin(), sums.end());
+    }
+    std::sort(all.begin(), all.end());
+    std::vector<std::pair<to::cost_t, to::cost_t>> want;
+    to::cost_t thr = std::numeric_limits<to::cost_t>::max();
+    for (auto& x : all) {
+      if (x.first > limit) break;
+      if (x.second <= thr) {
+        want.push_back(x);
+        thr = to::detail::time_below(x.second, delta);
+      }
+    }
+    to::detail::cell_merger merge;
+    to::trace tr;
+    merge.begin(dv);
+    for (std::size_t cv = 0; cv < dv; ++cv) {
+      merge.spans.clear();
+      for (auto& sp : spans[cv]) merge.spans.push_back({sp.data(), sp.size()});
+      merge.add(cv, tr);
+    }
+    merge.run(delta, limit);
+    std::vector<std::pair<to::cost_t, to::cost_t>> got;
+    for (auto& x : merge.out) got.push_back({x.memory, x.time});
+    CAPTURE(trial);
+    CHECK(got == want);
+    left_out += merge.rows.size() - merge.pending.size();
+
+    // a chain step over the same configs as inputs: F = the first span, T = the product of the rest
+    if (nf != 2 || delta != 0) continue;
+    std::vector<std::vector<to::detail::candidate>> fs(dv), ts(dv);
+    std::vector<to::detail::chain_input> in;
+    for (std::size_t cv = 0; cv < dv; ++cv) {
+      for (auto& q : spans[cv][0]) fs[cv].push_back({q.time, q.memory, -1, -1});
+      for (auto& q : spans[cv][1]) ts[cv].push_back({q.time, q.memory, -1, -1});
+    }
+    for (std::size_t cv = 0; cv < dv; ++cv) in.push_back({&fs[cv], &ts[cv], cv});
+    std::vector<to::detail::chain_source> from;
+    const auto step = to::detail::chain_merge(in, to::detail::completion_filter{}, limit, from);
+    got.clear();
+    for (auto& x : step) got.push_back({x.memory, x.time});
+    CHECK(got == want);
+    REQUIRE(from.size() == step.size());
+    for (std::size_t q = 0; q < step.size(); ++q)  // each point is the sum its source names
+      CHECK(fs[from[q].state][from[q].fi].time + ts[from[q].state][from[q].ti].time == step[q].time);
+  }
+  CHECK(left_out > 0);  // the cells did leave dominated configs out
 }
 
 TEST_CASE("a scalar search's reweighed entry is a lower bound, within one unit and 2^-49 relative") {

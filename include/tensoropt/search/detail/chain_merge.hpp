@@ -69,9 +69,26 @@ inline std::vector<candidate> chain_merge(const std::vector<chain_input>& in, co
   }
   std::vector<item> pending, heap;
   pending.reserve(rows.size());
-  for (std::size_t r = 0; r < rows.size(); ++r) {
+  // An input whose every sum a real sum of another beats strictly adds nothing (as in
+  // detail/cell_merge.hpp): its rows, consecutive and from its least memory to its least
+  // time, stay out when the fastest or the leanest first or last sum of a row group beats
+  // the corner of its own.
+  cost_t f_time = std::numeric_limits<cost_t>::max(), f_memory = f_time, l_time = f_time, l_memory = f_time;
+  for (std::size_t r = 0, e; r < rows.size(); r = e) {
     const auto& s = *sweep[rows[r].input];
-    pending.push_back({rows[r].memory + s[0].memory, rows[r].time + s[0].time, std::uint32_t(r), 0});
+    for (e = r + 1; e < rows.size() && rows[e].input == rows[r].input;) ++e;
+    const cost_t lt = rows[r].time + s.front().time, lm = rows[r].memory + s.front().memory;
+    const cost_t ft = rows[e - 1].time + s.back().time, fm = rows[e - 1].memory + s.back().memory;
+    if (lm < l_memory || (lm == l_memory && lt < l_time)) l_memory = lm, l_time = lt;
+    if (ft < f_time || (ft == f_time && fm < f_memory)) f_time = ft, f_memory = fm;
+  }
+  for (std::size_t r = 0, e; r < rows.size(); r = e) {
+    const auto& s = *sweep[rows[r].input];
+    for (e = r + 1; e < rows.size() && rows[e].input == rows[r].input;) ++e;
+    const cost_t ct = rows[e - 1].time + s.back().time, cm = rows[r].memory + s.front().memory;
+    if (l_time < ct || (f_memory <= cm && f_time < ct)) continue;
+    for (std::size_t q = r; q < e; ++q)
+      pending.push_back({rows[q].memory + s[0].memory, rows[q].time + s[0].time, std::uint32_t(q), 0});
   }
   std::sort(pending.begin(), pending.end(), [&](const item& x, const item& y) { return after(y, x); });
   std::vector<candidate> out;
@@ -98,7 +115,9 @@ inline std::vector<candidate> chain_merge(const std::vector<chain_input>& in, co
     if (!better || x.time > cap) {
       // first j > x.j whose sum is below best and within cap (S's times decrease)
       const cost_t thr = std::min(best - 1, cap);
-      next = first_from(x.j + 1, s.size(), [&](std::size_t m) { return rw.time + s[m].time <= thr; });
+      next = rw.time + s.back().time > thr  // none where S's last (least) time is not
+                 ? s.size()
+                 : first_from(x.j + 1, s.size(), [&](std::size_t m) { return rw.time + s[m].time <= thr; });
     }
     const bool goes_on = next < s.size();
     item y{};

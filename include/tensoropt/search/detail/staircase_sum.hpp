@@ -119,15 +119,19 @@ constexpr std::vector<candidate> sum_with_provenance(const std::vector<candidate
     // the filter's bound at h.memory also bounds the later sums of row i (more memory)
     const cost_t fb = filter.bound(h.memory);
     cost_t usable = fb == none ? kept_limit : std::min(kept_limit, below(fb));
-    if (h.time <= usable) {
+    const bool kept = h.time <= usable;
+    if (kept) {
       out.push_back({h.time, h.memory, h.i, h.j});
       kept_limit = std::min(below(h.time), h.time - 1);
       usable = fb == none ? kept_limit : std::min(kept_limit, below(fb));
     }
-    // next sum of row i that is not covered by the last kept point nor filtered
+    // next sum of row i that is not covered by the last kept point nor filtered (none,
+    // past a sum not kept, where b's last (least) time is not: one probe tells)
     const cost_t at = a[std::size_t(h.i)].time;
     const std::size_t lo =
-        first_from(std::size_t(h.j) + 1, b.size(), [&](std::size_t m) { return at + b[m].time <= usable; });
+        !kept && at + b.back().time > usable
+            ? b.size()
+            : first_from(std::size_t(h.j) + 1, b.size(), [&](std::size_t m) { return at + b[m].time <= usable; });
     const bool goes_on = lo < b.size();
     head y{};
     if (goes_on) y = {a[std::size_t(h.i)].memory + b[lo].memory, at + b[lo].time, h.i, std::int32_t(lo)};
