@@ -209,6 +209,7 @@ class eliminator : factor_store {
   };
   static constexpr std::size_t memo_size = 32;  // recent eliminations kept for replay
   std::vector<memo_entry> memo_;
+  memo_entry memo_scratch_;  // the record of the elimination under way
   std::size_t memo_next_ = 0;
   std::vector<int> order_;                        // the planned elimination order
   std::vector<bool> prune_;                       // per step: prune under epsilon
@@ -341,6 +342,7 @@ class eliminator : factor_store {
       }
     }
     factor g;
+    g.pts = spare_points();
     g.scope = s;
     g.tagged = true;
     for (int u : s) g.dims.push_back(dom_[std::size_t(u)]);
@@ -366,7 +368,10 @@ class eliminator : factor_store {
     // An elimination whose inputs have the same shape and costs as a recent one (the
     // same op of another layer of a repeated block) has the same output costs, made from
     // the same input points: replay it, joining this elimination's back-pointers.
-    memo_entry rec;
+    // the record is built in memo_scratch_, whose buffers (and those of the slot it replaces,
+    // swapped in) are reused: the key holds every input point
+    memo_entry& rec = memo_scratch_;
+    rec.prov.clear();
     rec.key = {std::int64_t(dv), std::int64_t(k), std::int64_t(m), std::bit_cast<std::int64_t>(delta)};
     rec.limit = lim;
     for (std::size_t i = 0; i < k; ++i) rec.key.push_back(std::int64_t(g.dims[i]));
@@ -560,12 +565,13 @@ class eliminator : factor_store {
       rec.start = g.start;
       rec.pts = g.pts;
       if (memo_.size() < memo_size) memo_.push_back(std::move(rec));
-      else memo_[memo_next_] = std::move(rec);
+      else std::swap(memo_[memo_next_], rec);
       memo_next_ = (memo_next_ + 1) % memo_size;
     }
     for (std::size_t id : ids) {
       factors_[id].alive = false;
       bytes_ -= std::min(bytes_, bytes_of(factors_[id]));
+      recycle_points(std::move(factors_[id].pts));
       factors_[id].pts = {};
       factors_[id].start = {};
     }

@@ -69,6 +69,40 @@ class factor_store {
   std::vector<std::size_t> dom_;
 
   std::size_t bytes_ = 0;  // factor tables held (points and offsets)
+  // The point storage of dead factors, kept for the next factors (spare_bytes_: its
+  // capacity). A search makes and drops tables of millions of points one after the
+  // other; given back to the allocator, each was mapped and zeroed again by the kernel
+  // (perf: 20 % of wresnet-13b's planning on 2 threads in clear_page). At most two are
+  // kept, the largest, and they count against max_bytes. Measured (`plan_bench --only
+  // wresnet-13b --threads 2 --epsilon 0.05`, the builds without and with them one after
+  // the other): 133.1 -> 125.3 s wall, 46.1 -> 33.0 s of system time.
+  static constexpr std::size_t max_spares = 2;
+  std::vector<std::vector<frontier::point>> spare_pts_;
+  std::size_t spare_bytes_ = 0;
+  constexpr void recycle_points(std::vector<frontier::point>&& v) {
+    if (v.capacity() == 0) return;
+    v.clear();
+    spare_pts_.push_back(std::move(v));
+    spare_bytes_ += spare_pts_.back().capacity() * sizeof(frontier::point);
+    if (spare_pts_.size() > max_spares) {  // drop the smallest
+      std::size_t at = 0;
+      for (std::size_t i = 1; i < spare_pts_.size(); ++i)
+        if (spare_pts_[i].capacity() < spare_pts_[at].capacity()) at = i;
+      spare_bytes_ -= spare_pts_[at].capacity() * sizeof(frontier::point);
+      spare_pts_.erase(spare_pts_.begin() + std::ptrdiff_t(at));
+    }
+  }
+  /// Empty point storage for a new factor: the largest spare, if any.
+  constexpr std::vector<frontier::point> spare_points() {
+    if (spare_pts_.empty()) return {};
+    std::size_t at = 0;
+    for (std::size_t i = 1; i < spare_pts_.size(); ++i)
+      if (spare_pts_[i].capacity() > spare_pts_[at].capacity()) at = i;
+    std::vector<frontier::point> v = std::move(spare_pts_[at]);
+    spare_pts_.erase(spare_pts_.begin() + std::ptrdiff_t(at));
+    spare_bytes_ -= v.capacity() * sizeof(frontier::point);
+    return v;
+  }
   static std::string gib(double b) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.1f GiB", b / double(1ull << 30));
@@ -77,7 +111,8 @@ class factor_store {
   // Stops the search (before the allocator would) once its tables pass o_.max_bytes.
   constexpr void check_bytes(std::size_t done, std::size_t total, const factor& last) {
     if (std::is_constant_evaluated() || o_.max_bytes == 0) return;
-    const std::size_t held = bytes_ + bytes_of(last) + trace_.entries.size() * sizeof(trace::entry);
+    const std::size_t held =
+        bytes_ + spare_bytes_ + bytes_of(last) + trace_.entries.size() * sizeof(trace::entry);
     if (held <= o_.max_bytes) return;
     throw runtime_error("search stopped: it holds " + gib(double(held)) + ", past its limit of " +
                         gib(double(o_.max_bytes)) + ", after eliminating " + std::to_string(done) + " of " +
@@ -229,8 +264,7 @@ class factor_store {
         to[i] = std::int32_t(k);
         e[k++] = e[i].a >= 0 ? trace::entry{to[std::size_t(e[i].a)], to[std::size_t(e[i].b)]} : e[i];
       }
-    e.resize(k);
-    e.shrink_to_fit();
+    e.resize(k);  // the capacity stays: the arena grows back to it (a new one was mapped and zeroed)
     for (auto& f : factors_)
       if (f.alive)
         for (auto& q : f.pts)
