@@ -63,7 +63,7 @@
 // time within (1 + e_in)(1 + delta)^(D + 2) = 1 + epsilon; memory is exact. s is one half,
 // or three quarters where the parts outside the middle layers hold more than four layers'
 // nodes (detail::tables_share), whose general-engine tables then take the time: on
-// wresnet-13b (A: the stem and 8 blocks, 101 ops; 8 x 8 V100-16GB, epsilon 0.05, k = 8,
+// wresnet-13b (A: the stem and 9 blocks, 101 ops; 8 x 8 V100-16GB, epsilon 0.05, k = 8,
 // one thread) 43.7 s at one half, 37.1 s at three quarters, 35.3 s at 0.85; gpt3-39b,
 // whose outside parts hold about two layers' nodes, went from 8.4-9.1 to 11.7 s at three
 // quarters (its powering's sums take the time there), so it keeps one half.

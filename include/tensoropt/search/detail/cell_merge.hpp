@@ -200,29 +200,19 @@ struct cell_merger {
     // holds the rows still competing, not all of them (a row whose every point is
     // dominated on entry never enters)
     pending.clear();
-    // A cv whose every sum a real sum of another beats strictly (no more memory, less
-    // time) adds nothing: its rows stay out. Each cv's rows are consecutive and run from
-    // its least memory to its least time, as S does; so its sums lie at or above the
-    // corner (first row + S's first memory, last row + S's last time), and its first and
-    // last sums are real. The test takes two of those real sums: the fastest and the
-    // leanest of the cell (the leanest has no more memory than any corner).
-    cost_t f_time = std::numeric_limits<cost_t>::max(), f_memory = f_time, l_time = f_time, l_memory = f_time;
-    for (std::size_t r = 0, e; r < rows.size(); r = e) {
-      const auto& s = plans[rows[r].cv].s;
-      for (e = r + 1; e < rows.size() && rows[e].cv == rows[r].cv;) ++e;
-      const cost_t lt = rows[r].time + s.p[0].time, lm = rows[r].memory + s.p[0].memory;
-      const cost_t ft = rows[e - 1].time + s.p[s.n - 1].time, fm = rows[e - 1].memory + s.p[s.n - 1].memory;
-      if (lm < l_memory || (lm == l_memory && lt < l_time)) l_memory = lm, l_time = lt;
-      if (ft < f_time || (ft == f_time && fm < f_memory)) f_time = ft, f_memory = fm;
-    }
-    for (std::size_t r = 0, e; r < rows.size(); r = e) {
-      const auto& s = plans[rows[r].cv].s;
-      for (e = r + 1; e < rows.size() && rows[e].cv == rows[r].cv;) ++e;
-      const cost_t ct = rows[e - 1].time + s.p[s.n - 1].time, cm = rows[r].memory + s.p[0].memory;
-      if (l_time < ct || (f_memory <= cm && f_time < ct)) continue;
-      for (std::size_t q = r; q < e; ++q)
-        pending.push_back({rows[q].memory + s.p[0].memory, rows[q].time + s.p[0].time, std::uint32_t(q), 0});
-    }
+    // the cvs another cv's real sum beats are left out (unbeaten_groups)
+    auto at = [&](std::size_t r, std::size_t j) {
+      const auto& q = plans[rows[r].cv].s.p[j];
+      return candidate{rows[r].time + q.time, rows[r].memory + q.memory, -1, -1};
+    };
+    unbeaten_groups(
+        rows.size(), [&](std::size_t r, std::size_t e) { return rows[e].cv == rows[r].cv; },
+        [&](std::size_t r) { return at(r, 0); }, [&](std::size_t r) { return at(r, plans[rows[r].cv].s.n - 1); },
+        [&](std::size_t r, std::size_t e) {
+          const frontier::point& first = plans[rows[r].cv].s.p[0];
+          for (std::size_t q = r; q < e; ++q)
+            pending.push_back({rows[q].memory + first.memory, rows[q].time + first.time, std::uint32_t(q), 0});
+        });
     sort_pending();
     std::size_t np = 0;
     // Under delta a point is kept only when it beats the last kept one by more than
@@ -247,11 +237,8 @@ struct cell_merger {
         out.push_back(x);
         thr = time_below(x.time, delta);
       } else {
-        // first j > x.j whose point beats the last kept one (S's times decrease): none
-        // where S's last (least) time does not, which one probe tells
-        next = !beats(row.time + s.p[s.n - 1].time)
-                   ? s.n
-                   : first_from(x.j + 1, s.n, [&](std::size_t m) { return beats(row.time + s.p[m].time); });
+        // first j > x.j whose point beats the last kept one (S's times decrease)
+        next = usable_from(x.j + 1, s.n, [&](std::size_t m) { return beats(row.time + s.p[m].time); });
       }
       const bool goes_on = next < s.n;
       merge_item y{};

@@ -69,27 +69,19 @@ inline std::vector<candidate> chain_merge(const std::vector<chain_input>& in, co
   }
   std::vector<item> pending, heap;
   pending.reserve(rows.size());
-  // An input whose every sum a real sum of another beats strictly adds nothing (as in
-  // detail/cell_merge.hpp): its rows, consecutive and from its least memory to its least
-  // time, stay out when the fastest or the leanest first or last sum of a row group beats
-  // the corner of its own.
-  cost_t f_time = std::numeric_limits<cost_t>::max(), f_memory = f_time, l_time = f_time, l_memory = f_time;
-  for (std::size_t r = 0, e; r < rows.size(); r = e) {
-    const auto& s = *sweep[rows[r].input];
-    for (e = r + 1; e < rows.size() && rows[e].input == rows[r].input;) ++e;
-    const cost_t lt = rows[r].time + s.front().time, lm = rows[r].memory + s.front().memory;
-    const cost_t ft = rows[e - 1].time + s.back().time, fm = rows[e - 1].memory + s.back().memory;
-    if (lm < l_memory || (lm == l_memory && lt < l_time)) l_memory = lm, l_time = lt;
-    if (ft < f_time || (ft == f_time && fm < f_memory)) f_time = ft, f_memory = fm;
-  }
-  for (std::size_t r = 0, e; r < rows.size(); r = e) {
-    const auto& s = *sweep[rows[r].input];
-    for (e = r + 1; e < rows.size() && rows[e].input == rows[r].input;) ++e;
-    const cost_t ct = rows[e - 1].time + s.back().time, cm = rows[r].memory + s.front().memory;
-    if (l_time < ct || (f_memory <= cm && f_time < ct)) continue;
-    for (std::size_t q = r; q < e; ++q)
-      pending.push_back({rows[q].memory + s[0].memory, rows[q].time + s[0].time, std::uint32_t(q), 0});
-  }
+  // the inputs another input's real sum beats are left out (unbeaten_groups)
+  auto at = [&](std::size_t r, std::size_t j) {
+    const auto& q = (*sweep[rows[r].input])[j];
+    return candidate{rows[r].time + q.time, rows[r].memory + q.memory, -1, -1};
+  };
+  unbeaten_groups(
+      rows.size(), [&](std::size_t r, std::size_t e) { return rows[e].input == rows[r].input; },
+      [&](std::size_t r) { return at(r, 0); }, [&](std::size_t r) { return at(r, sweep[rows[r].input]->size() - 1); },
+      [&](std::size_t r, std::size_t e) {
+        const candidate& first = sweep[rows[r].input]->front();
+        for (std::size_t q = r; q < e; ++q)
+          pending.push_back({rows[q].memory + first.memory, rows[q].time + first.time, std::uint32_t(q), 0});
+      });
   std::sort(pending.begin(), pending.end(), [&](const item& x, const item& y) { return after(y, x); });
   std::vector<candidate> out;
   from.clear();
@@ -115,9 +107,7 @@ inline std::vector<candidate> chain_merge(const std::vector<chain_input>& in, co
     if (!better || x.time > cap) {
       // first j > x.j whose sum is below best and within cap (S's times decrease)
       const cost_t thr = std::min(best - 1, cap);
-      next = rw.time + s.back().time > thr  // none where S's last (least) time is not
-                 ? s.size()
-                 : first_from(x.j + 1, s.size(), [&](std::size_t m) { return rw.time + s[m].time <= thr; });
+      next = usable_from(x.j + 1, s.size(), [&](std::size_t m) { return rw.time + s[m].time <= thr; });
     }
     const bool goes_on = next < s.size();
     item y{};

@@ -125,13 +125,11 @@ constexpr std::vector<candidate> sum_with_provenance(const std::vector<candidate
       kept_limit = std::min(below(h.time), h.time - 1);
       usable = fb == none ? kept_limit : std::min(kept_limit, below(fb));
     }
-    // next sum of row i that is not covered by the last kept point nor filtered (none,
-    // past a sum not kept, where b's last (least) time is not: one probe tells)
+    // next sum of row i that is not covered by the last kept point nor filtered
     const cost_t at = a[std::size_t(h.i)].time;
-    const std::size_t lo =
-        !kept && at + b.back().time > usable
-            ? b.size()
-            : first_from(std::size_t(h.j) + 1, b.size(), [&](std::size_t m) { return at + b[m].time <= usable; });
+    auto ok = [&](std::size_t m) { return at + b[m].time <= usable; };
+    const std::size_t lo = kept ? first_from(std::size_t(h.j) + 1, b.size(), ok)
+                                : usable_from(std::size_t(h.j) + 1, b.size(), ok);
     const bool goes_on = lo < b.size();
     head y{};
     if (goes_on) y = {a[std::size_t(h.i)].memory + b[lo].memory, at + b[lo].time, h.i, std::int32_t(lo)};
