@@ -81,6 +81,12 @@ string(JSON n3 ERROR_VARIABLE jerr LENGTH "${js}" points)
 if(jerr OR NOT n3 EQUAL n OR NOT err3 MATCHES "solved in")
   message(FATAL_ERROR "--frontier-json - wrote no clean frontier to stdout (${jerr}):\n${js}")
 endif()
+# Each micro-batch count's progress line gives its wall time and its own CPU time.
+execute_process(COMMAND ${PLAN} --model mlp --devices 2 --threads 2
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out4 ERROR_VARIABLE err4)
+if(NOT rc EQUAL 0 OR NOT "${out4}${err4}" MATCHES "micro-batches [0-9]+: [^\n]*solved in [0-9.]+ s \\([0-9.]+ s CPU\\)")
+  message(FATAL_ERROR "no count's line with its wall and CPU time (${rc}):\n${out4}\n${err4}")
+endif()
 # An output path that cannot be written fails before the search, naming the path.
 execute_process(COMMAND ${PLAN} --model mlp --devices 4 --micro-batches 4 --quiet --html ${OUT}/missing/r.html
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out4 ERROR_VARIABLE err4)

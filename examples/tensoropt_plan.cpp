@@ -198,7 +198,13 @@ void write_pipeline_files(const to::plan_cli& c, const to::op_graph& g, const to
 
 /// --solve of a pipeline problem file: the frontier over its partitions, with stages.
 int solve_pipeline_file(const to::plan_cli& c, const nlohmann::json& j) {
-  const auto pp = to::pipeline_problem_from_json(j);
+  const auto pp = [&] {
+    try {
+      return to::pipeline_problem_from_json(j);
+    } catch (const to::format_error& e) {
+      throw to::format_error("--solve " + c.solve + ": " + e.what());
+    }
+  }();
   if (pp.partitions.empty()) throw to::infeasible("pipeline problem " + c.solve + " has no partitions: nothing to solve");
   if (to::parse_search_mode(c.mode) == to::search_mode::fast)
     throw to::invalid_argument("--mode fast does not apply to a pipeline problem file (its stage problems declare no "
@@ -245,9 +251,17 @@ int solve_pipeline_file(const to::plan_cli& c, const nlohmann::json& j) {
 
 int solve_file(const to::plan_cli& c) {
   const auto text = read_file(c.solve);
-  const auto j = to::detail::parse_json_text(text, "problem");
+  // a reader's message names the field ("edges[3].time[2]: ..."); the file is named here
+  const auto in_file = [&](auto&& read) {
+    try {
+      return read();
+    } catch (const to::format_error& e) {
+      throw to::format_error("--solve " + c.solve + ": " + e.what());
+    }
+  };
+  const auto j = in_file([&] { return to::detail::parse_json_text(text, "problem"); });
   if (j.is_object() && j.contains("format") && j["format"] == to::pipeline_problem_format) return solve_pipeline_file(c, j);
-  const auto file = to::problem_file_from_json(j);
+  const auto file = in_file([&] { return to::problem_file_from_json(j); });
   const auto& p = file.prob;
   const auto t0 = std::chrono::steady_clock::now();
   to::solve_options so;

@@ -40,8 +40,8 @@ struct pipeline_plan {
 inline std::string pipeline_degree_error(const device_mesh& m, index_t p) {
   if (p < 1) return "a pipeline degree must be at least 1 (got " + std::to_string(p) + ")";
   if (m.devices() % p != 0)
-    return "pipeline degree " + std::to_string(p) + " does not divide the " + std::to_string(m.devices()) +
-           " devices of " + m.describe();
+    return "pipeline degree " + std::to_string(p) + " does not divide the device count of the cluster (" +
+           m.describe() + ")";
   if (m.nodes % p == 0) return "";
   if (p % m.nodes == 0 && m.gpus_per_node % (p / m.nodes) == 0) return "";
   return "pipeline degree " + std::to_string(p) + " cuts a node of " + m.describe() +

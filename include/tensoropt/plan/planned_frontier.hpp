@@ -45,6 +45,7 @@ struct plan_part {
   std::shared_ptr<const built_problem> built;  ///< null once no final point uses it
   frontier_result frontier;
   double build_seconds = 0, solve_seconds = 0, check_seconds = 0;
+  double solve_cpu_seconds = 0;  ///< CPU time of the solve (solve_seconds also counts waits for other counts)
   std::size_t configs = 0, edges = 0;
   search_mode mode = search_mode::exact;  ///< the mode that ran
   std::string why;                        ///< why that mode (or why the k was skipped)

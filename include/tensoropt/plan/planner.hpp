@@ -49,6 +49,7 @@
 #include <thread>
 #include <tuple>
 #include <cstdio>
+#include <ctime>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -94,6 +95,16 @@ struct planner_options {
 namespace detail {
 inline double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+/// CPU seconds the calling thread has used (0 where the platform cannot say). A job runs on
+/// one thread from start to end and uses no CPU while it waits, so the difference of two
+/// readings in a job is the job's own work.
+inline double thread_cpu_seconds() {
+#if defined(CLOCK_THREAD_CPUTIME_ID)
+  timespec ts{};
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+#endif
+  return 0;
 }
 /// Every k that divides the batch and leaves each batch dim whole.
 inline std::vector<index_t> legal_micro_batches(const op_graph& g) {
@@ -232,6 +243,7 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
         for (auto& n : built->prob.nodes) part.configs += n.configs.size();
         part.edges = built->prob.edges.size();
         auto ts = std::chrono::steady_clock::now();
+        const double cpu0 = detail::thread_cpu_seconds();
         // Skip a k whose least memory (every node and edge at its least) exceeds the limit.
         double least = double(built->prob.memory_offset);
         for (auto& nd : built->prob.nodes) {
@@ -319,6 +331,7 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
           part.frontier = solve(built->prob, so, report);
         }
         part.solve_seconds = detail::seconds_since(ts);
+        part.solve_cpu_seconds = detail::thread_cpu_seconds() - cpu0;
         std::erase_if(part.frontier.points, [&](const auto& q) { return q.time >= built->time_cap; });
         // labelled once the union is known (most points fall off it)
         std::vector<frontier_point> mine;
@@ -335,7 +348,8 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
             ": " + detail::count_str(double(part.built->prob.nodes.size())) + " ops, " +
             detail::count_str(double(part.configs)) + " configs, " + detail::count_str(double(part.edges)) +
             " edges; built in " + detail::fmt("%.2f", part.build_seconds) + " s, solved in " +
-            detail::fmt("%.2f", part.solve_seconds) + " s: " + std::to_string(part.frontier.points.size()) +
+            detail::fmt("%.2f", part.solve_seconds) + " s (" + detail::fmt("%.2f", part.solve_cpu_seconds) +
+            " s CPU): " + std::to_string(part.frontier.points.size()) +
             " points; " + part.why);
         entries[idx] = std::move(mine);
         pf.parts[idx] = std::move(part);
