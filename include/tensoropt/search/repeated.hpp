@@ -117,6 +117,10 @@ struct repeated_bounds {
   /// With `known` and skip_epsilon: the most scalar searches of the layer (lines) the test
   /// before the coarse solves takes (detail/repeated_tables.hpp, layouts_covered_by_lines).
   std::size_t max_lines = 12;
+  /// The share of ln(1 + epsilon) the per-layer tables take (the rest goes to the powering's
+  /// sums; see the header); negative: detail::tables_share's. Exact mode's K (search/
+  /// repeated_exact.hpp) takes 0: its tables exact, the whole budget on the powering.
+  double tables_share = -1;
   /// Optional, with `known`: where `known` would wait and the caller wants the wait used,
   /// the points `known` will give that are in so far (nullopt where they are all in; it may
   /// wait until the caller wants the wait used). Then, where no coarse
@@ -151,7 +155,8 @@ inline double tables_share(const problem& p, const repeated_block& rb) {
   return outside > 4 * layer ? 0.75 : 0.5;
 }
 frontier_result solve_repeated_split(const problem& p, const repeated_block& rb, const repeated_split& s,
-                                     const solve_options& o, const repeated_bounds& bounds);
+                                     const solve_options& o, const repeated_bounds& bounds,
+                                     const repeated_tables* ends = nullptr);
 }  // namespace detail
 
 /// The frontier of `p` under the restriction of the header (one layout b at every boundary
@@ -170,13 +175,17 @@ inline frontier_result solve_repeated(const problem& p, const repeated_block& rb
 namespace detail {
 /// solve_repeated on a problem that validates, with `s` = split_repeated(p, rb) (which
 /// powers): for callers that derive many problems from one checked problem, entry by
-/// entry and with the same split (plan/pipeline_bounds.hpp's scalar searches).
+/// entry and with the same split (plan/pipeline_bounds.hpp's scalar searches). `ends`
+/// (optional): A's and Z's tables already solved exactly with these options but epsilon
+/// (search/repeated_exact.hpp's), taken instead of solving them again where the inner
+/// solves are exact and no stream is tied (the tables are then the same).
 inline frontier_result solve_repeated_split(const problem& p, const repeated_block& rb, const repeated_split& s,
-                                            const solve_options& o, const repeated_bounds& bounds) {
+                                            const solve_options& o, const repeated_bounds& bounds,
+                                            const repeated_tables* ends) {
   const std::size_t L = rb.instances.size(), M = L - 2, nb = s.reps.size();
   const std::size_t depth = detail::power_depth(M);
   const double lam = std::log1p(o.epsilon);
-  const double share = detail::tables_share(p, rb);
+  const double share = bounds.tables_share >= 0 ? std::min(1.0, bounds.tables_share) : detail::tables_share(p, rb);
   solve_options inner = o;
   inner.epsilon = std::expm1(lam * share);
   const double delta = o.epsilon > 0 ? std::expm1(lam * (1 - share) / double(depth + 2)) : 0.0;
@@ -299,7 +308,18 @@ inline frontier_result solve_repeated_split(const problem& p, const repeated_blo
                           false);
     }
   }
-  const auto parts = early ? std::move(*early) : detail::repeated_parts(p, rb, s, inner, true);
+  const auto parts = [&] {
+    if (early) return std::move(*early);
+    if (!ends || inner.epsilon != 0 || !detail::stream_positions(p, rb, s).empty())
+      return detail::repeated_parts(p, rb, s, inner, true);
+    detail::repeated_tables t;
+    detail::solve_parts(p, rb, s, inner, true, detail::part_t, t);
+    t.a = ends->a;
+    t.ra = ends->ra;
+    t.z = ends->z;
+    t.rz = ends->rz;
+    return t;
+  }();
   const auto& fa = parts.a;
   const auto& ft = parts.t;
   const auto& fz = parts.z;

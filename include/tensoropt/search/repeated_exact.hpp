@@ -19,7 +19,14 @@
 // more partial points; measured on gpt3-1.3b (k = 64; k = 256; wall, busy machine), K at
 // epsilon 0 cost 1.7 s (2.6 s) and the fold 2.5 s (1.1 s); at 0.001 1.0 s (1.1 s) and
 // 2.4 s (1.1 s), keeping the same partial points; at 0.003 and above the fold keeps more
-// and takes longer. After i middle layers, every
+// and takes longer. K's per-layer tables are exact and the whole 0.001 goes to its
+// powering's sums (repeated_bounds::tables_share = 0; fast mode splits it in half): sums
+// at twice the delta keep fewer points, and K takes A's and Z's tables from the fold's
+// own (solved first; they are the same tables where no stream is tied), solving only T's
+// diagonal. gpt3-1.3b (4 x V100-16GB, exact, every count, `plan_bench --only gpt3-1.3b
+// --mode exact`, one thread): 3.63-3.73 s -> 3.34-3.40 s (exact K tables) -> 3.28-3.33 s
+// (A and Z reused), the same 6,705 points and byte-identical frontier files. After i
+// middle layers, every
 // completion costs at least some point of LB_i = U^(M-i) (+) Zu, where U is the Pareto
 // staircase of every cell of T and Zu that of every cell of Z (both exact). A partial point
 // is dropped when every completion above LB_i is strictly dominated by a point of K: no
@@ -92,13 +99,17 @@ inline frontier_result solve_repeated_exact(const problem& p, const repeated_blo
                       }) && std::all_of(p.edges.begin(), p.edges.end(), [](const problem_edge& e) {
                         return std::all_of(e.time.begin(), e.time.end(), [](cost_t t) { return t == 0; });
                       });
+  // A, T (every input and output layout) and Z, solved exactly; K takes A and Z from here
+  const auto parts = detail::repeated_parts(p, rb, s, o, false);
   std::vector<candidate> known;  // own points tagged -1, the other searches' 1
   std::size_t others = 0;
   bool known_fallback = false;
   if (!single) {
     solve_options ko = o;
     ko.epsilon = known_epsilon;
-    const frontier_result fast = solve_repeated(p, rb, ko);
+    repeated_bounds kb;
+    kb.tables_share = 0;  // exact tables, the whole epsilon on the powering (see the header)
+    const frontier_result fast = detail::solve_repeated_split(p, rb, s, ko, kb, &parts);
     known_fallback = fast.width_fallback;
     for (auto& q : fast.points) known.push_back({q.time, q.memory, -1, -1});
     if (exchange) {
@@ -117,7 +128,6 @@ inline frontier_result solve_repeated_exact(const problem& p, const repeated_blo
     for (auto& q : known) others += q.ta == 1;
   }
 
-  const auto parts = detail::repeated_parts(p, rb, s, o, false);
   const auto& fa = parts.a;
   const auto& ft = parts.t;
   const auto& fz = parts.z;
