@@ -127,6 +127,39 @@ TEST_CASE("the exact chain fold equals the general search on larger repeated pro
   }
 }
 
+TEST_CASE("K from the fold's own A and Z tables is the K solved alone") {
+  // solve_repeated_exact hands its exact A and Z tables to fast mode's search for K
+  // (tables_share 0: the inner solves are exact, so the tables are the same)
+  std::mt19937_64 rng(35);
+  std::size_t reused = 0;
+  for (int it = 0; it < 30; ++it) {
+    CAPTURE(it);
+    const auto g = rand_problem::random_repeated(rng, 1 + int(rng() % 2), 4 + int(rng() % 8), 2 + int(rng() % 3),
+                                                 1 + int(rng() % 2), 5, it % 2 == 0);
+    const auto s = to::detail::split_repeated(g.p, g.rb);
+    REQUIRE(s.why_not.empty());
+    const auto parts = to::detail::repeated_parts(g.p, g.rb, s, {}, false);
+    to::solve_options ko;
+    ko.epsilon = to::known_epsilon;
+    to::repeated_bounds kb;
+    kb.tables_share = 0;
+    const auto alone = to::detail::solve_repeated_split(g.p, g.rb, s, ko, kb);
+    const auto given = to::detail::solve_repeated_split(g.p, g.rb, s, ko, kb, &parts);
+    reused += to::detail::stream_positions(g.p, g.rb, s).empty();
+    check_recost(g.p, given);
+    CHECK(costs(given) == costs(alone));
+    // and within epsilon of the restricted frontier (memory exact, time within 1 + epsilon)
+    const auto exact = costs(to::solve_repeated(g.p, g.rb));
+    const auto k = costs(given);
+    for (auto& e : exact) {
+      bool covered = false;
+      for (auto& q : k) covered = covered || (q.memory <= e.memory && double(q.time) <= (1 + ko.epsilon) * double(e.time));
+      CHECK(covered);
+    }
+  }
+  CHECK(reused > 0);
+}
+
 TEST_CASE("the exact chain fold refuses blocks it cannot split, and leaves epsilon to the general search") {
   std::mt19937_64 rng(2);
   auto g = rand_problem::random_repeated(rng, 1, 4, 2, 1, 3, false);
