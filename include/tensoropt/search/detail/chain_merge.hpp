@@ -35,9 +35,15 @@ struct chain_source {
 };
 
 /// The pruned staircase of the union of f (+) t over `in`; `from` gets one source per point.
-/// Points with memory above `limit` or outside `region` are dropped (exact, see the headers).
+/// Points with memory above `limit` or outside `region` are dropped (exact, see the headers);
+/// `shift`: every completion of this step's points costs at least that much more time than
+/// the region's lower staircase (the fold's state-dependent bound), so a point is tested
+/// with its time raised by it.
 inline std::vector<candidate> chain_merge(const std::vector<chain_input>& in, const completion_filter& region,
-                                          cost_t limit, std::vector<chain_source>& from) {
+                                          cost_t limit, std::vector<chain_source>& from, cost_t shift = 0) {
+  // the region's bound less `shift` (a completion costs at least `shift` more time than the
+  // region's lower staircase assumes; the unbounded stays unbounded)
+  auto lowered = [shift](cost_t b) { return b == std::numeric_limits<cost_t>::max() ? b : b - shift; };
   struct row {
     cost_t time, memory;    // the row's point
     std::uint32_t input, i; // input and index of the row's point in the smaller staircase
@@ -63,7 +69,7 @@ inline std::vector<candidate> chain_merge(const std::vector<chain_input>& in, co
     for (std::size_t i = 0; i < small.size(); ++i)
       // a row whose ideal corner (least time and least memory of its sums) the region
       // drops has every sum dropped (the region is a down-set): it never enters
-      if (region.keeps(small[i].time + big.back().time, small[i].memory + big.front().memory) &&
+      if (region.keeps(small[i].time + big.back().time + shift, small[i].memory + big.front().memory) &&
           small[i].memory + big.front().memory <= limit)
         rows.push_back({small[i].time, small[i].memory, std::uint32_t(k), std::uint32_t(i)});
   }
@@ -93,7 +99,7 @@ inline std::vector<candidate> chain_merge(const std::vector<chain_input>& in, co
     if (x.memory > limit) break;
     const row& rw = rows[x.row];
     const auto& s = *sweep[rw.input];
-    const cost_t cap = region.bound_rising(x.memory, corner);  // pops rise in memory
+    const cost_t cap = lowered(region.bound_rising(x.memory, corner));  // pops rise in memory
     std::size_t next = x.j + 1;
     const bool better = x.time < best;
     if (better) {
