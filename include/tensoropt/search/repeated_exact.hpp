@@ -22,7 +22,7 @@
 // and takes longer. K's per-layer tables are exact and the whole 0.001 goes to its
 // powering's sums (repeated_bounds::tables_share = 0; fast mode splits it in half): sums
 // at twice the delta keep fewer points, and K takes A's and Z's tables from the fold's
-// own (solved first; they are the same tables where no stream is tied), solving only T's
+// own (solved before K; they are the same tables where no stream is tied), solving only T's
 // diagonal. gpt3-1.3b (4 x V100-16GB, exact, every count, `plan_bench --only gpt3-1.3b
 // --mode exact`, one thread): 3.63-3.73 s -> 3.34-3.40 s (exact K tables) -> 3.28-3.33 s
 // (A and Z reused), the same 6,705 points and byte-identical frontier files. After i
@@ -106,8 +106,10 @@ inline frontier_result solve_repeated_exact(const problem& p, const repeated_blo
                       }) && std::all_of(p.edges.begin(), p.edges.end(), [](const problem_edge& e) {
                         return std::all_of(e.time.begin(), e.time.end(), [](cost_t t) { return t == 0; });
                       });
-  // A, T (every input and output layout) and Z, solved exactly; K takes A and Z from here
-  const auto parts = detail::repeated_parts(p, rb, s, o, false);
+  // A and Z solved exactly (K takes them from here), T (every input and output layout) after
+  // the exchange below, which may skip the search
+  detail::repeated_tables parts;
+  detail::solve_parts(p, rb, s, o, false, detail::part_a | detail::part_z, parts);
   std::vector<candidate> known;  // own points tagged -1, the other searches' 1
   std::size_t others = 0;
   bool known_fallback = false;
@@ -135,6 +137,7 @@ inline frontier_result solve_repeated_exact(const problem& p, const repeated_blo
     for (auto& q : known) others += q.ta == 1;
   }
 
+  detail::solve_parts(p, rb, s, o, false, detail::part_t, parts);
   const auto& fa = parts.a;
   const auto& ft = parts.t;
   const auto& fz = parts.z;
@@ -206,8 +209,7 @@ inline frontier_result solve_repeated_exact(const problem& p, const repeated_blo
           if (gap[d][e] != no_path && shift[j - 1][e] != no_path) best = std::min(best, gap[d][e] + shift[j - 1][e]);
         shift[j][d] = best;
       }
-    // a state with no completion: its partial points are dropped by the fold's region anyway
-    // only where known points exist; keep the shift finite (0) so nothing else changes
+    // a state with no completion (no path of cells): the state-free bound alone
     for (auto& row : shift)
       for (auto& x : row)
         if (x == no_path) x = 0;
