@@ -16,8 +16,9 @@
 
 namespace tensoropt::detail {
 
-/// Restores the heap order of `h` (a heap under `comp` as std::push_heap keeps it, whose
-/// front std::pop_heap would take next) after its front was overwritten.
+/// Restores the heap order of `h` (a non-empty heap under `comp` as std::push_heap keeps it,
+/// whose front std::pop_heap would take next) after its front was overwritten. Its one
+/// caller, advance_rows, calls it only for an item taken from the front, so `h` holds one.
 template <class T, class Comp>
 constexpr void replace_heap_front(std::vector<T>& h, Comp comp) {
   const std::size_t n = h.size();
