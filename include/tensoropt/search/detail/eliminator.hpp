@@ -372,7 +372,14 @@ class eliminator : factor_store {
     // swapped in) are reused: the key holds every input point
     memo_entry& rec = memo_scratch_;
     rec.prov.clear();
-    rec.key = {std::int64_t(dv), std::int64_t(k), std::int64_t(m), std::bit_cast<std::int64_t>(delta)};
+    // sized before it is filled: grown by doubling, a key of millions of points was copied
+    // into freshly mapped pages several times per elimination
+    std::size_t key_size = 4 + k;
+    for (std::size_t f = 0; f < m; ++f)
+      key_size += 2 + k + factors_[ids[f]].start.size() + 2 * factors_[ids[f]].pts.size();
+    rec.key.clear();
+    rec.key.reserve(key_size);
+    rec.key.insert(rec.key.end(), {std::int64_t(dv), std::int64_t(k), std::int64_t(m), std::bit_cast<std::int64_t>(delta)});
     rec.limit = lim;
     for (std::size_t i = 0; i < k; ++i) rec.key.push_back(std::int64_t(g.dims[i]));
     for (std::size_t f = 0; f < m; ++f) {

@@ -60,6 +60,7 @@ class factor_store {
     return m;
   }
   std::size_t compacted_ = 0;                      // trace size after the last compaction
+  std::vector<std::int32_t> trace_to_;            // compact_trace's renumbering, kept
   std::vector<bool> kept_;                        // nodes not to eliminate
   trace trace_;
   std::vector<factor> factors_;
@@ -112,7 +113,8 @@ class factor_store {
   constexpr void check_bytes(std::size_t done, std::size_t total, const factor& last) {
     if (std::is_constant_evaluated() || o_.max_bytes == 0) return;
     const std::size_t held =
-        bytes_ + spare_bytes_ + bytes_of(last) + trace_.entries.size() * sizeof(trace::entry);
+        bytes_ + spare_bytes_ + bytes_of(last) + trace_.entries.size() * sizeof(trace::entry) +
+        trace_to_.capacity() * sizeof(std::int32_t);
     if (held <= o_.max_bytes) return;
     throw runtime_error("search stopped: it holds " + gib(double(held)) + ", past its limit of " +
                         gib(double(o_.max_bytes)) + ", after eliminating " + std::to_string(done) + " of " +
@@ -244,23 +246,25 @@ class factor_store {
   // only refers to earlier entries, so one backward pass marks everything reachable.
   constexpr void compact_trace(std::vector<frontier>& constants) {
     auto& e = trace_.entries;
-    std::vector<bool> live(e.size(), false);
+    // to[i]: -1 for an entry no live point reaches, else (after the marking) 0 and then its
+    // new index; kept between compactions (its capacity), like the arena's
+    auto& to = trace_to_;
+    to.assign(e.size(), -1);
     for (auto& f : factors_)
       if (f.alive)
         for (auto& q : f.pts)
-          if (q.tag >= 0) live[std::size_t(q.tag)] = true;
+          if (q.tag >= 0) to[std::size_t(q.tag)] = 0;
     for (auto& c : constants)
       for (auto& q : c.points)
-        if (q.tag >= 0) live[std::size_t(q.tag)] = true;
+        if (q.tag >= 0) to[std::size_t(q.tag)] = 0;
     for (std::size_t i = e.size(); i-- > 0;)
-      if (live[i] && e[i].a >= 0) {
-        live[std::size_t(e[i].a)] = true;
-        live[std::size_t(e[i].b)] = true;
+      if (to[i] >= 0 && e[i].a >= 0) {
+        to[std::size_t(e[i].a)] = 0;
+        to[std::size_t(e[i].b)] = 0;
       }
-    std::vector<std::int32_t> to(e.size(), -1);
     std::size_t k = 0;
     for (std::size_t i = 0; i < e.size(); ++i)
-      if (live[i]) {
+      if (to[i] >= 0) {
         to[i] = std::int32_t(k);
         e[k++] = e[i].a >= 0 ? trace::entry{to[std::size_t(e[i].a)], to[std::size_t(e[i].b)]} : e[i];
       }
