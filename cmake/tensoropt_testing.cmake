@@ -26,3 +26,17 @@ function(tensoropt_cuda_flags target)
     target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wno-restrict>)
   endif()
 endfunction()
+
+# The planner's tools link tcmalloc_minimal where found (TENSOROPT_TCMALLOC, CMakeLists.txt):
+# nothing of it is called, so it is linked past --as-needed. Not under the sanitizers, whose
+# allocator it would replace.
+function(tensoropt_planner_allocator target)
+  if(NOT TENSOROPT_TCMALLOC OR TENSOROPT_SANITIZE)
+    return()
+  endif()
+  find_library(TENSOROPT_TCMALLOC_LIBRARY NAMES tcmalloc_minimal libtcmalloc_minimal.so.4)
+  if(TENSOROPT_TCMALLOC_LIBRARY)
+    target_link_libraries(${target} PRIVATE -Wl,--push-state,--no-as-needed ${TENSOROPT_TCMALLOC_LIBRARY}
+                          -Wl,--pop-state)
+  endif()
+endfunction()

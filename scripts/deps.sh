@@ -4,7 +4,7 @@
 # report headless (about a minute to install, once).
 set -euo pipefail
 pkgs=(g++ cmake ninja-build libboost-dev doctest-dev nlohmann-json3-dev
-      libopenblas-dev libopenmpi-dev openmpi-bin)
+      libopenblas-dev libopenmpi-dev openmpi-bin libtcmalloc-minimal4)
 for a in "$@"; do
   case "$a" in
     --tests) pkgs+=(chromium) ;;
