@@ -24,6 +24,7 @@
 #include <sstream>
 #include <optional>
 #include <tensoropt/core/command_line.hpp>
+#include <tensoropt/core/input_file.hpp>
 #include <tensoropt/search/problem_json.hpp>
 #include <tensoropt/search/solve.hpp>
 
@@ -160,11 +161,10 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (!o.problem.empty()) {
-      std::ifstream in(o.problem);
-      if (!in) throw to::invalid_argument("--problem: cannot open '" + o.problem + "'");
-      std::stringstream text;
-      text << in.rdbuf();
-      report(o.problem.c_str(), to::read_problem_json(text.str()), o.epsilon, "-");
+      std::string why;
+      const auto text = to::read_input_file(o.problem, why);
+      if (!text) throw to::invalid_argument("--problem: cannot open '" + o.problem + "' (" + why + ")");
+      report(o.problem.c_str(), to::read_problem_json(*text), o.epsilon, "-");
       return 0;
     }
     if (synthetic) {

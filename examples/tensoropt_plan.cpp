@@ -3,6 +3,7 @@
 // writes JSON, SVG and HTML. `--help` lists the flags (plan/cli.hpp).
 #include <tensoropt/tensoropt.hpp>
 #include <tensoropt/core/output_file.hpp>
+#include <tensoropt/core/input_file.hpp>
 #include <tensoropt/cost/device_spec.hpp>
 #include <tensoropt/models/model_spec.hpp>
 #include <tensoropt/models/zoo.hpp>
@@ -53,11 +54,10 @@ void prepare_outputs(const to::plan_cli& c) {
 }
 
 std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw to::invalid_argument("cannot open '" + path + "'");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  std::string why;
+  auto text = to::read_input_file(path, why);
+  if (!text) throw to::invalid_argument("cannot open '" + path + "' (" + why + ")");
+  return std::move(*text);
 }
 
 void list_models() {

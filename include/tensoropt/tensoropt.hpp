@@ -4,6 +4,7 @@
 #include "core/dims.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "core/output_file.hpp"
 #include "core/mesh.hpp"
 #include "core/units.hpp"

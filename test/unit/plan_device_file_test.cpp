@@ -138,7 +138,16 @@ TEST_CASE("device file: bad files are one line naming the field") {
     load_device_file("/nonexistent/device.json");
     FAIL("accepted a missing file");
   } catch (const format_error& e) {
-    CHECK(std::string(e.what()).find("cannot open the device file '/nonexistent/device.json'") != std::string::npos);
+    CHECK(std::string(e.what()).find("cannot open the device file '/nonexistent/device.json' (no such file)") !=
+          std::string::npos);
+  }
+  // a folder opens as an empty stream: said as such, not as JSON that ends at byte 1
+  try {
+    load_device_file("/");
+    FAIL("accepted a folder");
+  } catch (const format_error& e) {
+    CHECK(std::string(e.what()).find("cannot open the device file '/' (it is a folder, not a file)") !=
+          std::string::npos);
   }
 }
 

@@ -47,6 +47,7 @@
 #include <string>
 #include <vector>
 #include "../core/error.hpp"
+#include "../core/input_file.hpp"
 #include "../core/reflect_json.hpp"
 #include "../cost/device.hpp"
 #include "../cost/device_spec.hpp"
@@ -184,12 +185,11 @@ inline device_file read_device_json(std::string_view text) {
 
 /// Reads the device preset file at `path`; throws format_error naming the file.
 inline device_file load_device_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw format_error("cannot open the device file '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  std::string why;
+  const auto text = read_input_file(path, why);
+  if (!text) throw format_error("cannot open the device file '" + path + "' (" + why + ")");
   try {
-    return read_device_json(ss.str());
+    return read_device_json(*text);
   } catch (const format_error& e) {
     throw format_error("device file '" + path + "': " + e.what());
   }

@@ -47,6 +47,7 @@
 #include <string_view>
 #include <vector>
 #include <nlohmann/json.hpp>
+#include "../core/input_file.hpp"
 #include "../search/problem_json.hpp"
 #include "plan.hpp"
 #include "training_plan.hpp"
@@ -316,12 +317,11 @@ inline plan_file read_plan_json(std::string_view text) {
 
 /// Reads the plan file at `path`; throws format_error naming the file.
 inline plan_file load_plan_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw format_error("cannot open the plan file '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  std::string why;
+  const auto text = read_input_file(path, why);
+  if (!text) throw format_error("cannot open the plan file '" + path + "' (" + why + ")");
   try {
-    return read_plan_json(ss.str());
+    return read_plan_json(*text);
   } catch (const format_error& e) {
     throw format_error("plan file '" + path + "': " + e.what());
   }
