@@ -24,6 +24,7 @@
 //     planner's balanced stages (embedding in the first, head in the last), each with
 //     the other keys' strategy on its devices/P devices.
 #include <tensoropt/core/command_line.hpp>
+#include <tensoropt/core/input_file.hpp>
 #include <tensoropt/models/gpt.hpp>
 #include <tensoropt/plan/device_file.hpp>
 #include <tensoropt/plan/memory_peak.hpp>
@@ -239,12 +240,11 @@ int main(int argc, char** argv) {
     if (leader) std::printf(fmt, args...);
   };
   try {
-    std::ifstream in(data);
-    if (!in) return fail("cannot read the training text '" + data + "' (pass --data FILE)");
-    std::stringstream ss;
-    ss << in.rdbuf();
+    std::string why;
+    const auto raw = to::read_input_file(data, why);
+    if (!raw) return fail("cannot read the training text '" + data + "' (" + why + "; pass --data FILE)");
     std::vector<int> text;
-    for (char ch : ss.str()) text.push_back(token_of(ch));
+    for (char ch : *raw) text.push_back(token_of(ch));
     if (text.size() < 2 * std::size_t(model.seq) + 2) return fail("the training text '" + data + "' is too short");
     const std::string spec = to::models::to_spec(model, to::models::transformer_kind::gpt);
     say("model %s\n", spec.c_str());
