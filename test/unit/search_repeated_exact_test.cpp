@@ -127,6 +127,36 @@ TEST_CASE("the exact chain fold equals the general search on larger repeated pro
   }
 }
 
+TEST_CASE("the per-layer solves report their eliminations, and a progress callback can end them") {
+  std::mt19937_64 rng(71);
+  const auto g = rand_problem::random_repeated(rng, 2, 6, 3, 2, 5, true);
+  REQUIRE(to::check_repeated(g.p, g.rb) == "");
+  std::size_t calls = 0, bad = 0;
+  auto count = [&](const to::search_progress& sp) {
+    ++calls;
+    bad += sp.eliminated == 0 || sp.eliminated > sp.total;
+  };
+  // the exact fold: A, Z, K's and T's tables
+  const auto exact = to::solve_repeated_exact(g.p, g.rb, {}, {}, count);
+  CHECK(calls > 0);
+  CHECK(bad == 0);
+  CHECK(costs(exact) == costs(to::solve_repeated_exact(g.p, g.rb)));
+  // fast mode: through repeated_bounds::progress
+  const std::size_t before = calls;
+  to::repeated_bounds rb;
+  rb.progress = count;
+  const auto fast = to::solve_repeated(g.p, g.rb, {}, rb);
+  CHECK(calls > before);
+  CHECK(bad == 0);
+  CHECK(costs(fast) == costs(to::solve_repeated(g.p, g.rb)));
+  // an exception thrown by the callback ends the search and leaves it
+  struct stop {};
+  to::repeated_bounds stopping;
+  stopping.progress = [](const to::search_progress&) { throw stop{}; };
+  CHECK_THROWS_AS(to::solve_repeated(g.p, g.rb, {}, stopping), stop);
+  CHECK_THROWS_AS(to::solve_repeated_exact(g.p, g.rb, {}, {}, [](const to::search_progress&) { throw stop{}; }), stop);
+}
+
 TEST_CASE("K from the fold's own A and Z tables is the K solved alone") {
   // solve_repeated_exact hands its exact A and Z tables to fast mode's search for K
   // (tables_share 0: the inner solves are exact, so the tables are the same)

@@ -259,16 +259,20 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
         part.mode = mc.mode;
         part.block = mc.block;
         part.why = mc.why;
-        // Long searches report how far they are, at most every 2 seconds.
+        // Long searches report how far they are, at most every 2 seconds (fast mode and the
+        // exact fold from their per-layer solves, each a search of its own part of the model).
         auto last = std::chrono::steady_clock::now();
-        auto report = [&](const search_progress& sp) {
-          if (!opt.progress || detail::seconds_since(last) < 2) return;
-          last = std::chrono::steady_clock::now();
-          std::lock_guard lock(mu);
-          say("  micro-batches " + std::to_string(k) + ": " + std::to_string(sp.eliminated) + "/" +
-              std::to_string(sp.total) + " ops eliminated, " + detail::count_str(double(sp.points)) +
-              " points in the last factor");
+        auto report_as = [&](const char* what) {
+          return [&, what](const search_progress& sp) {
+            if (!opt.progress || detail::seconds_since(last) < 2) return;
+            last = std::chrono::steady_clock::now();
+            std::lock_guard lock(mu);
+            say("  micro-batches " + std::to_string(k) + ": " + what + std::to_string(sp.eliminated) + "/" +
+                std::to_string(sp.total) + " ops eliminated, " + detail::count_str(double(sp.points)) +
+                " points in the last factor");
+          };
         };
+        auto report = report_as("");
         const bool fits = least <= double(opt.solve.memory_limit);
         const bool folds = mc.mode == search_mode::exact && so.epsilon == 0 && !mc.block.instances.empty() &&
                            check_repeated(built->prob, mc.block).empty();
@@ -278,6 +282,7 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
           part.frontier.exact = true;
         } else if (mc.mode == search_mode::fast) {
           repeated_bounds rbd;
+          if (opt.progress) rbd.progress = report_as("a per-layer solve, ");
           // points past the time cap are erased from the union below, so they guarantee nothing
           if (opt.job_bounds) {
             rbd.exchange = [&, pos, cap = built->time_cap](std::vector<frontier::point> mine) {
@@ -324,7 +329,9 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
               if (pos > 0 && beaten_by(built->prob, before)) return std::nullopt;
               return before;
             };
-          part.frontier = solve_repeated_exact(built->prob, mc.block, so, ex);
+          std::function<void(const search_progress&)> per_layer;
+          if (opt.progress) per_layer = report_as("a per-layer solve, ");
+          part.frontier = solve_repeated_exact(built->prob, mc.block, so, ex, per_layer);
           if (part.frontier.skipped) part.why = beaten;
           publish(pos, {});  // where the search made no K (nothing published yet): the counts after it go on
         } else {

@@ -143,6 +143,10 @@ struct repeated_bounds {
   /// to 148.6 s wall (321.6 -> 257.4 s CPU), megatron-1t (epsilon 0.05) 15.3-16.2 -> 12.4 s
   /// (`plan_bench --only W --threads 2 --epsilon 0.05`, the builds run one after the other).
   std::function<std::vector<frontier::point>()> in_so_far;
+  /// Optional: called after each elimination of this search's per-layer solves (as solve's
+  /// progress callback), so that a caller can show a long search at work; an exception it
+  /// throws ends the search.
+  std::function<void(const search_progress&)> progress;
 };
 
 namespace detail {
@@ -257,9 +261,10 @@ inline frontier_result solve_repeated_split(const problem& p, const repeated_blo
           // when points that arrive meanwhile skip the search
           struct left_early {};
           std::size_t seen = in->size();
-          std::function<void(const search_progress&)> poll;
+          std::function<void(const search_progress&)> poll = bounds.progress;
           if (bounds.in_so_far)
-            poll = [&](const search_progress&) {
+            poll = [&](const search_progress& sp) {
+              if (bounds.progress) bounds.progress(sp);
               auto now = bounds.in_so_far();
               if (now.size() <= seen) return;
               seen = now.size();
@@ -287,7 +292,7 @@ inline frontier_result solve_repeated_split(const problem& p, const repeated_blo
       solve_options co = o;
       co.epsilon = bounds.skip_epsilon;
       detail::repeated_tables cp;
-      detail::solve_parts(p, rb, s, co, true, detail::part_t, cp);
+      detail::solve_parts(p, rb, s, co, true, detail::part_t, cp, bounds.progress);
       const auto corner = detail::ends_corner(p, rb, s);
       char e[32];
       std::snprintf(e, sizeof e, "%g", bounds.skip_epsilon);
@@ -296,7 +301,7 @@ inline frontier_result solve_repeated_split(const problem& p, const repeated_blo
                                                             bounds.skip_epsilon, M, others, limit, o.epsilon)) {
         by = "the layer's per-layer solve at epsilon " + std::string(e) + ", the ends below their least time and memory";
       } else {
-        detail::solve_parts(p, rb, s, co, true, detail::part_a | detail::part_z, cp);
+        detail::solve_parts(p, rb, s, co, true, detail::part_a | detail::part_z, cp, bounds.progress);
         if (cp.a.note.empty() && cp.t.note.empty() && cp.z.note.empty() &&
             detail::layouts_covered(detail::per_layout(cp, s), bounds.skip_epsilon, M, others, limit, o.epsilon))
           by = "per-layer solves at epsilon " + std::string(e);
@@ -311,9 +316,9 @@ inline frontier_result solve_repeated_split(const problem& p, const repeated_blo
   const auto parts = [&] {
     if (early) return std::move(*early);
     if (!ends || inner.epsilon != 0 || !detail::stream_positions(p, rb, s).empty())
-      return detail::repeated_parts(p, rb, s, inner, true);
+      return detail::repeated_parts(p, rb, s, inner, true, bounds.progress);
     detail::repeated_tables t;
-    detail::solve_parts(p, rb, s, inner, true, detail::part_t, t);
+    detail::solve_parts(p, rb, s, inner, true, detail::part_t, t, bounds.progress);
     t.a = ends->a;
     t.ra = ends->ra;
     t.z = ends->z;

@@ -89,8 +89,11 @@ using known_exchange =
 
 /// The exact frontier of `p`, whose identical layers `rb` are folded as the header says.
 /// Throws invalid_argument when `rb` cannot be split (see check_repeated), and as `solve`.
+/// `progress` (optional) is called after each elimination of the per-layer solves (A, Z,
+/// K's and T's tables), as solve's.
 inline frontier_result solve_repeated_exact(const problem& p, const repeated_block& rb, const solve_options& o = {},
-                                            const known_exchange& exchange = {}) {
+                                            const known_exchange& exchange = {},
+                                            const std::function<void(const search_progress&)>& progress = {}) {
   if (o.epsilon > 0) return solve(p, o);
   validate(p);
   const auto s = detail::split_repeated(p, rb);
@@ -109,7 +112,7 @@ inline frontier_result solve_repeated_exact(const problem& p, const repeated_blo
   // A and Z solved exactly (K takes them from here), T (every input and output layout) after
   // the exchange below, which may skip the search
   detail::repeated_tables parts;
-  detail::solve_parts(p, rb, s, o, false, detail::part_a | detail::part_z, parts);
+  detail::solve_parts(p, rb, s, o, false, detail::part_a | detail::part_z, parts, progress);
   std::vector<candidate> known;  // own points tagged -1, the other searches' 1
   std::size_t others = 0;
   bool known_fallback = false;
@@ -118,6 +121,7 @@ inline frontier_result solve_repeated_exact(const problem& p, const repeated_blo
     ko.epsilon = known_epsilon;
     repeated_bounds kb;
     kb.tables_share = 0;  // exact tables, the whole epsilon on the powering (see the header)
+    kb.progress = progress;
     const frontier_result fast = detail::solve_repeated_split(p, rb, s, ko, kb, &parts);
     known_fallback = fast.width_fallback;
     for (auto& q : fast.points) known.push_back({q.time, q.memory, -1, -1});
@@ -137,7 +141,7 @@ inline frontier_result solve_repeated_exact(const problem& p, const repeated_blo
     for (auto& q : known) others += q.ta == 1;
   }
 
-  detail::solve_parts(p, rb, s, o, false, detail::part_t, parts);
+  detail::solve_parts(p, rb, s, o, false, detail::part_t, parts, progress);
   const auto& fa = parts.a;
   const auto& ft = parts.t;
   const auto& fz = parts.z;
