@@ -8,8 +8,9 @@
 //
 // Threads default to every core (the micro-batch counts are solved on a pool); `cpu`
 // is the process CPU time over all threads. The first line names the allocator (tcmalloc
-// where the build linked it, which takes wresnet-13b's planning about 11 % faster). Only plans that fit the device are
-// searched, as the planner does. Fast mode's restriction check (weighted-sum optima of
+// where the build linked it: wresnet-13b's planning 5-14 % faster than with glibc's
+// malloc, the other workloads within what runs vary or faster). Only plans that fit the
+// device are searched, as the planner does. Fast mode's restriction check (weighted-sum optima of
 // the unrestricted problem) is part of the timed planning and printed under each line
 // (--no-check leaves it out). Micro-batch counts bound each other as the planner does
 // (--no-job-bounds searches each alone: the same frontier at epsilon 0, for comparison).
