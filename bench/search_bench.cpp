@@ -20,8 +20,6 @@
 #include <cstdlib>
 #include <random>
 #include <string>
-#include <fstream>
-#include <sstream>
 #include <optional>
 #include <tensoropt/core/command_line.hpp>
 #include <tensoropt/core/input_file.hpp>

@@ -22,12 +22,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <utility>
 #include <iostream>
 #include <limits>
 #include <optional>
-#include <sstream>
 
 namespace to = tensoropt;
 using namespace to::literals;

@@ -134,21 +134,12 @@ TEST_CASE("device file: bad files are one line naming the field") {
   CHECK(refusal(nul).find("NUL byte at byte 10") != std::string::npos);
   CHECK(refusal("[1, 2]").find("expected a JSON object") != std::string::npos);
   CHECK(refusal("{\"format\": ").find("not valid JSON") != std::string::npos);
-  try {
-    load_device_file("/nonexistent/device.json");
-    FAIL("accepted a missing file");
-  } catch (const format_error& e) {
-    CHECK(std::string(e.what()).find("cannot open the device file '/nonexistent/device.json' (no such file)") !=
-          std::string::npos);
-  }
+  CHECK_THROWS_WITH_AS(load_device_file("/nonexistent/device.json"),
+                       doctest::Contains("cannot open the device file '/nonexistent/device.json' (no such file)"),
+                       format_error);
   // a folder opens as an empty stream: said as such, not as JSON that ends at byte 1
-  try {
-    load_device_file("/");
-    FAIL("accepted a folder");
-  } catch (const format_error& e) {
-    CHECK(std::string(e.what()).find("cannot open the device file '/' (it is a folder, not a file)") !=
-          std::string::npos);
-  }
+  CHECK_THROWS_WITH_AS(load_device_file("/"),
+                       doctest::Contains("cannot open the device file '/' (it is a folder, not a file)"), format_error);
 }
 
 TEST_CASE("device file: --gpu-file on the command line") {

@@ -40,7 +40,6 @@
 #pragma once
 #include <algorithm>
 #include <deque>
-#include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>

@@ -41,8 +41,6 @@
 #pragma once
 #include <array>
 #include <cstdint>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
