@@ -362,6 +362,43 @@ TEST_CASE("micro-batch counts bounded by the ones before them: the same frontier
   }
 }
 
+TEST_CASE("exact mode skips a beaten micro-batch count before its tables where the counts before it are in") {
+  const auto& m = to::models::find("gpt3-125m");
+  const auto cl = zoo_cluster(m, 2);
+  to::planner_options o;
+  o.micro_batches = {1024, 512, 256, 128, 64, 32, 16};
+  o.solve.memory_limit = to::cost_t(cl.gpu_spec.capacity.value);  // the device's: the small counts are beaten
+  o.baselines = false;
+  o.runtime_peak = false;
+  o.check_restriction = false;
+  o.mode = to::search_mode::exact;
+  o.job_bounds = false;
+  const auto alone = to::plan_frontier(m.lower(), cl, o);
+  o.job_bounds = true;
+  for (const std::size_t threads : {std::size_t(1), std::size_t(2)}) {
+    CAPTURE(threads);
+    o.threads = threads;
+    const auto bounded = to::plan_frontier(m.lower(), cl, o);
+    REQUIRE(bounded.points.size() == alone.points.size());
+    for (std::size_t i = 0; i < alone.points.size(); ++i) {
+      CHECK(bounded.points[i].time == alone.points[i].time);
+      CHECK(bounded.points[i].memory == alone.points[i].memory);
+      CHECK(bounded.points[i].micro_batches == alone.points[i].micro_batches);
+    }
+    std::size_t beaten = 0, early = 0;
+    for (const auto& part : bounded.parts)
+      if (part.why.rfind("skipped: beaten", 0) == 0) {
+        ++beaten;
+        CHECK(part.frontier.points.empty());
+        early += part.frontier.note.rfind("skipped before its tables", 0) == 0;
+      }
+    CHECK(beaten > 0);
+    // one thread: every count before a job has published when it starts, so each beaten
+    // count is found so before its fold makes any table
+    if (threads == 1) CHECK(early == beaten);
+  }
+}
+
 TEST_CASE("baselines try every tensor-parallel degree that divides the devices per node") {
   const auto& m = to::models::find("gpt3-125m");
   const auto cl = to::cluster::nodes(1).gpus_per_node(6).gpu(to::gpus::find(m.gpu));

@@ -87,6 +87,17 @@ inline constexpr double known_epsilon = 0.001;
 using known_exchange =
     std::function<std::optional<std::vector<frontier::point>>(std::vector<frontier::point>)>;
 
+/// The result of a search skipped because the points of the searches it is united with lie
+/// at or below every strategy of its problem (exact for the union; no point); `early`: the
+/// caller found so before the search made its tables and fast-mode points.
+inline frontier_result united_skip(bool early = false) {
+  frontier_result r;
+  r.skipped = r.bounded = true;
+  r.note = std::string(early ? "skipped before its tables" : "skipped") +
+           ": the points of the searches it is united with lie at or below every strategy";
+  return r;
+}
+
 /// The exact frontier of `p`, whose identical layers `rb` are folded as the header says.
 /// Throws invalid_argument when `rb` cannot be split (see check_repeated), and as `solve`.
 /// `progress` (optional) is called after each elimination of the per-layer solves (A, Z,
@@ -129,12 +140,7 @@ inline frontier_result solve_repeated_exact(const problem& p, const repeated_blo
       std::vector<frontier::point> mine;
       for (auto& q : fast.points) mine.push_back({q.time, q.memory, -1});
       const auto theirs = exchange(std::move(mine));
-      if (!theirs) {
-        frontier_result r;
-        r.skipped = r.bounded = true;  // exact for the union: every strategy lies at or above the others' points
-        r.note = "skipped: the points of the searches it is united with lie at or below every strategy";
-        return r;
-      }
+      if (!theirs) return united_skip();
       for (auto& q : *theirs) known.push_back({q.time, q.memory, 1, -1});
     }
     detail::pareto_filter(known);
