@@ -323,7 +323,6 @@ inline peak_filter attach_peaks(planned_frontier& pf, std::size_t threads = 0, c
     f.ratio_lo = std::min(f.ratio_lo, r);
     f.ratio_hi = std::max(f.ratio_hi, r);
   }
-  pf.searched.assign(pf.points.begin(), pf.points.begin() + std::ptrdiff_t(own));  // what --frontier-json writes
   // walk from the fastest (time descending; of equal times the least peak last, so it is met first)
   std::vector<std::size_t> order(n);
   for (std::size_t i = 0; i < n; ++i) order[i] = i;
@@ -335,14 +334,19 @@ inline peak_filter attach_peaks(planned_frontier& pf, std::size_t threads = 0, c
   const auto kept = keep_under_peak(n, [&](std::size_t i) { return pf.points[order[i]].peak; }, limit, f.over);
   std::vector<bool> keep(n, false);
   for (std::size_t i = 0; i < n; ++i) keep[order[i]] = kept[i];
+  // the kept points copied, the union moved to `searched` (what --frontier-json writes):
+  // copying the union instead cost 0.1 s on gpt3-1.3b's 17,450 points with their labels
   std::vector<frontier_point> pts;
   std::vector<int> part_of;
   for (std::size_t i : order)
     if (keep[i]) {
-      pts.push_back(std::move(pf.points[i]));
+      if (i < own) pts.push_back(pf.points[i]);
+      else pts.push_back(std::move(pf.points[i]));  // a point of the bound's search: not in the union
       if (i < pf.part_of.size()) part_of.push_back(pf.part_of[i]);
     }
   f.dropped = n - pts.size();
+  pf.points.resize(own);
+  pf.searched = std::move(pf.points);
   pf.points = std::move(pts);
   pf.part_of = std::move(part_of);
   return f;

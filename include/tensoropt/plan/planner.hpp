@@ -416,15 +416,22 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
     if (failure) std::rethrow_exception(failure);
   };
   run_pool(work, started);
-  pf.points = merge_frontiers(entries);
+  pf.points = merge_frontiers(std::move(entries));
   entries.clear();
-  for (auto& e : pf.points) {
+  for (auto& e : pf.points)
     for (std::size_t p = 0; p < pf.parts.size(); ++p)
       if (pf.parts[p].micro_batches == e.micro_batches) pf.part_of.push_back(int(p));
-    const auto& prob = pf.parts[std::size_t(pf.part_of.back())].built->prob;
-    e.labels.reserve(e.choice.size());
-    for (std::size_t i = 0; i < e.choice.size(); ++i) e.labels.push_back(prob.nodes[i].configs[std::size_t(e.choice[i])].label);
-  }
+  // each point's config labels, on every thread (a string per op and point: 5.1M for
+  // gpt3-1.3b's 17,450 union points, 0.1 s on one)
+  next = 0;
+  run_pool([&] {
+    for (std::size_t i; (i = next++) < pf.points.size();) {
+      auto& e = pf.points[i];
+      const auto& prob = pf.parts[std::size_t(pf.part_of[i])].built->prob;
+      e.labels.reserve(e.choice.size());
+      for (std::size_t n = 0; n < e.choice.size(); ++n) e.labels.push_back(prob.nodes[n].configs[std::size_t(e.choice[n])].label);
+    }
+  }, std::min(hw, std::max<std::size_t>(1, pf.points.size() / 1024)));
   // Fast mode's restriction is checked where it matters: on the micro-batch counts that
   // hold points of the final union (the others' problems are released already). The
   // checks and the peak replays share one pool of `hw` threads (checks first), so neither

@@ -57,9 +57,10 @@ inline std::vector<frontier_point> label_points(const problem& p, const frontier
 }
 
 /// The union of frontiers (e.g. one per micro-batch count), pruned to a staircase; of
-/// equal points the one with fewer micro-batches is kept.
-inline std::vector<frontier_point> merge_frontiers(const std::vector<std::vector<frontier_point>>& parts) {
-  std::vector<const frontier_point*> all;
+/// equal points the one with fewer micro-batches is kept. The kept points are moved out of
+/// `parts` (pass it with std::move to keep from copying every part).
+inline std::vector<frontier_point> merge_frontiers(std::vector<std::vector<frontier_point>> parts) {
+  std::vector<frontier_point*> all;
   for (auto& part : parts)
     for (auto& e : part) all.push_back(&e);
   std::sort(all.begin(), all.end(), [](auto* a, auto* b) {
@@ -69,7 +70,7 @@ inline std::vector<frontier_point> merge_frontiers(const std::vector<std::vector
   });
   std::vector<frontier_point> out;
   for (auto* e : all)
-    if (out.empty() || e->time < out.back().time) out.push_back(*e);
+    if (out.empty() || e->time < out.back().time) out.push_back(std::move(*e));
   return out;
 }
 
