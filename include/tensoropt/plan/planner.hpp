@@ -227,16 +227,56 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
   auto beaten_by = [&](const problem& q, const std::vector<frontier::point>& before) {
     return detail::all_dominated(detail::edge_free_bound(q, opt.solve.memory_limit), before);
   };
+  // The peak bound's own searches (plan/peak_frontier.hpp), where affordable, wait here until
+  // no count is left to start: they take the cores the counts' searches leave idle at the
+  // end instead of delaying the counts after them (gpt3-1.3b, 4 x V100-16GB, exact, two
+  // threads: k = 1024's took 0.25 s right after its search, and the counts behind it started
+  // that much later). Each keeps its count's problem until it has run.
+  std::vector<std::size_t> bounds_to_search;
+  std::vector<bool> bound_waits(ks.size(), false);
+  std::size_t begun = 0, finished = 0;  // counts started; of them, done or failed (both under mu)
+  struct token_back {
+    std::counting_semaphore<>& s;
+    ~token_back() { s.release(); }
+  };
+  auto search_bounds = [&] {
+    for (;;) {
+      std::size_t idx = 0;
+      {
+        std::unique_lock lock(mu);
+        // none to run, no count left to start and none still searching: no more will come
+        published_cv.wait(lock, [&] { return !bounds_to_search.empty() || (next >= ks.size() && finished == begun); });
+        if (bounds_to_search.empty()) return;
+        idx = bounds_to_search.front();
+        bounds_to_search.erase(bounds_to_search.begin());
+      }
+      running.acquire();
+      token_back give_back{running};
+      try {
+        auto found = bound_search_part(pf.parts[idx], opt.peak_search, opt.solve.memory_limit, bound_notes[idx]);
+        std::lock_guard lock(mu);
+        bound_found[idx] = std::move(found);
+        bound_waits[idx] = false;
+      } catch (...) {
+        std::lock_guard lock(mu);
+        bound_waits[idx] = false;
+        if (!failure) failure = std::current_exception();
+      }
+    }
+  };
   auto work = [&] {
     for (;;) {
       running.acquire();
-      struct token_back {
-        std::counting_semaphore<>& s;
-        ~token_back() { s.release(); }
-      } give_back{running};
-      const std::size_t pos = next++;
+      token_back give_back{running};
+      std::size_t pos = 0;
+      {
+        std::lock_guard lock(mu);
+        pos = next++;
+        if (pos < ks.size()) ++begun;
+      }
       if (pos >= ks.size()) break;
       const std::size_t idx = order[pos];
+      bool counted = false;  // in `finished`
       try {
         const index_t k = ks[idx];
         plan_part part;
@@ -366,10 +406,7 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
         mine.reserve(part.frontier.points.size());
         for (auto& q : part.frontier.points) mine.push_back({q.time, q.memory, q.choice, int(k), {}});
         part.built = std::move(built);
-        // the peak bound's own search (plan/peak_frontier.hpp) where affordable, here so that it
-        // runs beside the other counts' searches
-        if (opt.runtime_peak && peak_search_affordable(part, opt.peak_search))
-          bound_found[idx] = bound_search_part(part, opt.peak_search, opt.solve.memory_limit, bound_notes[idx]);
+        const bool bound_search = opt.runtime_peak && peak_search_affordable(part, opt.peak_search);
         std::lock_guard lock(mu);
         ++done;
         say("[" + std::to_string(done) + "/" + std::to_string(ks.size()) + "] micro-batches " + std::to_string(k) +
@@ -381,6 +418,13 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
             " points; " + part.why);
         entries[idx] = std::move(mine);
         pf.parts[idx] = std::move(part);
+        if (bound_search) {
+          bounds_to_search.push_back(idx);
+          bound_waits[idx] = true;
+        }
+        ++finished;
+        counted = true;
+        published_cv.notify_all();
         // Release the problems that no longer contribute to the union so far (the union as
         // merge_frontiers takes it, on the costs alone: copying the points cost 1 s on gpt3-1.3b).
         struct key { cost_t memory, time; int micro_batches; std::size_t part; };
@@ -399,14 +443,17 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
               if (pf.parts[p].micro_batches == x.micro_batches) used[p] = true;
           }
         for (std::size_t p = 0; p < pf.parts.size(); ++p)
-          if (!used[p] && bound_found[p].empty()) pf.parts[p].built.reset();
+          if (!used[p] && bound_found[p].empty() && !bound_waits[p]) pf.parts[p].built.reset();
       } catch (...) {
         publish(pos, {});
         std::lock_guard lock(mu);
         if (!failure) failure = std::current_exception();
         next = ks.size();
+        if (!counted) ++finished;
+        published_cv.notify_all();
       }
     }
+    search_bounds();
   };
   auto run_pool = [&](auto&& fn, std::size_t threads) {  // fn on `threads` threads (this one included)
     std::vector<std::thread> pool;
