@@ -71,22 +71,24 @@ struct memory_peak {
 namespace detail {
 /// Live buffers of the replay, shared by reference count.
 struct buffer_replay {
-  std::vector<double> size;
-  std::vector<int> refs;
+  struct buffer {
+    double size;
+    int refs;
+  };
+  std::vector<buffer> live;
   double current = 0, most = 0;
   constexpr int make(double b) {
-    size.push_back(b);
-    refs.push_back(1);
+    live.push_back({b, 1});
     current += b;
     most = std::max(most, current);
-    return int(size.size()) - 1;
+    return int(live.size()) - 1;
   }
   constexpr int share(int id) {
-    if (id >= 0) ++refs[std::size_t(id)];
+    if (id >= 0) ++live[std::size_t(id)].refs;
     return id;
   }
   constexpr void drop(int& id) {
-    if (id >= 0 && --refs[std::size_t(id)] == 0) current -= size[std::size_t(id)];
+    if (id >= 0 && --live[std::size_t(id)].refs == 0) current -= live[std::size_t(id)].size;
     id = -1;
   }
 };
@@ -189,8 +191,7 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
   std::vector<int> owner(nt, -1), owner_slot(nt, -1);
   std::vector<bool> sharded(nt, false);
   detail::buffer_replay R;
-  R.size.reserve(8 * n);  // about six buffers per op: one allocation, not dozens
-  R.refs.reserve(8 * n);
+  R.live.reserve(8 * n);  // about six buffers per op: one allocation, not dozens
   R.current = o.reserve.value;
   for (std::size_t j = 0; j < n; ++j) {
     const auto& op = g.ops[j];
