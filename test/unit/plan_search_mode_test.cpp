@@ -323,55 +323,10 @@ TEST_CASE("planner results do not depend on the number of threads") {
   }
 }
 
-TEST_CASE("micro-batch counts bounded by the ones before them: the same frontier, fewer points searched") {
-  const auto& m = to::models::find("gpt3-125m");
-  const auto cl = zoo_cluster(m, 2);
-  // fast mode (coarse passes and skips) and exact mode (the chain fold's branch-and-bound set
-  // gains the points of the counts before it)
-  for (const auto mode : {to::search_mode::fast, to::search_mode::exact}) {
-    CAPTURE(to::mode_name(mode));
-    to::planner_options o;
-    o.micro_batches = {8, 16, 32, 64, 128};
-    o.baselines = false;
-    o.runtime_peak = false;
-    o.check_restriction = false;
-    o.mode = mode;
-    o.job_bounds = false;
-    const auto alone = to::plan_frontier(m.lower(), cl, o);
-    o.job_bounds = true;
-    for (const std::size_t threads : {std::size_t(1), std::size_t(2)}) {
-      CAPTURE(threads);
-      o.threads = threads;
-      const auto bounded = to::plan_frontier(m.lower(), cl, o);
-      REQUIRE(bounded.points.size() == alone.points.size());
-      for (std::size_t i = 0; i < alone.points.size(); ++i) {
-        CHECK(bounded.points[i].time == alone.points[i].time);
-        CHECK(bounded.points[i].memory == alone.points[i].memory);
-        CHECK(bounded.points[i].micro_batches == alone.points[i].micro_batches);
-      }
-      // some micro-batch count returned fewer points: the bounds of the others cut it
-      std::size_t fewer = 0;
-      for (std::size_t p = 0; p < alone.parts.size(); ++p) {
-        CHECK(bounded.parts[p].micro_batches == alone.parts[p].micro_batches);
-        CHECK(bounded.parts[p].mode == mode);
-        CHECK(bounded.parts[p].frontier.points.size() <= alone.parts[p].frontier.points.size());
-        fewer += bounded.parts[p].frontier.points.size() < alone.parts[p].frontier.points.size();
-      }
-      CHECK(fewer > 0);
-    }
-  }
-}
-
-TEST_CASE("exact mode skips a beaten micro-batch count before its tables where the counts before it are in") {
-  const auto& m = to::models::find("gpt3-125m");
-  const auto cl = zoo_cluster(m, 2);
-  to::planner_options o;
-  o.micro_batches = {1024, 512, 256, 128, 64, 32, 16};
-  o.solve.memory_limit = to::cost_t(cl.gpu_spec.capacity.value);  // the device's: the small counts are beaten
-  o.baselines = false;
-  o.runtime_peak = false;
-  o.check_restriction = false;
-  o.mode = to::search_mode::exact;
+// Plans `o` without bounds between the micro-batch counts, then with them on one and two
+// threads: the same costs each time; `more(bounded, alone, threads)` checks the rest.
+template <class More>
+void check_job_bounds(const to::models::model_info& m, const to::cluster& cl, to::planner_options o, More more) {
   o.job_bounds = false;
   const auto alone = to::plan_frontier(m.lower(), cl, o);
   o.job_bounds = true;
@@ -385,6 +340,48 @@ TEST_CASE("exact mode skips a beaten micro-batch count before its tables where t
       CHECK(bounded.points[i].memory == alone.points[i].memory);
       CHECK(bounded.points[i].micro_batches == alone.points[i].micro_batches);
     }
+    more(bounded, alone, threads);
+  }
+}
+
+TEST_CASE("micro-batch counts bounded by the ones before them: the same frontier, fewer points searched") {
+  const auto& m = to::models::find("gpt3-125m");
+  const auto cl = zoo_cluster(m, 2);
+  // fast mode (coarse passes and skips) and exact mode (the chain fold's branch-and-bound set
+  // gains the points of the counts before it)
+  for (const auto mode : {to::search_mode::fast, to::search_mode::exact}) {
+    CAPTURE(to::mode_name(mode));
+    to::planner_options o;
+    o.micro_batches = {8, 16, 32, 64, 128};
+    o.baselines = false;
+    o.runtime_peak = false;
+    o.check_restriction = false;
+    o.mode = mode;
+    check_job_bounds(m, cl, o, [&](const to::planned_frontier& bounded, const to::planned_frontier& alone, std::size_t) {
+      // some micro-batch count returned fewer points: the bounds of the others cut it
+      std::size_t fewer = 0;
+      for (std::size_t p = 0; p < alone.parts.size(); ++p) {
+        CHECK(bounded.parts[p].micro_batches == alone.parts[p].micro_batches);
+        CHECK(bounded.parts[p].mode == mode);
+        CHECK(bounded.parts[p].frontier.points.size() <= alone.parts[p].frontier.points.size());
+        fewer += bounded.parts[p].frontier.points.size() < alone.parts[p].frontier.points.size();
+      }
+      CHECK(fewer > 0);
+    });
+  }
+}
+
+TEST_CASE("exact mode skips a beaten micro-batch count before its tables where the counts before it are in") {
+  const auto& m = to::models::find("gpt3-125m");
+  const auto cl = zoo_cluster(m, 2);
+  to::planner_options o;
+  o.micro_batches = {1024, 512, 256, 128, 64, 32, 16};
+  o.solve.memory_limit = to::cost_t(cl.gpu_spec.capacity.value);  // the device's: the small counts are beaten
+  o.baselines = false;
+  o.runtime_peak = false;
+  o.check_restriction = false;
+  o.mode = to::search_mode::exact;
+  check_job_bounds(m, cl, o, [](const to::planned_frontier& bounded, const to::planned_frontier&, std::size_t threads) {
     std::size_t beaten = 0, early = 0;
     for (const auto& part : bounded.parts)
       if (part.why.rfind("skipped: beaten", 0) == 0) {
@@ -396,7 +393,7 @@ TEST_CASE("exact mode skips a beaten micro-batch count before its tables where t
     // one thread: every count before a job has published when it starts, so each beaten
     // count is found so before its fold makes any table
     if (threads == 1) CHECK(early == beaten);
-  }
+  });
 }
 
 TEST_CASE("baselines try every tensor-parallel degree that divides the devices per node") {
