@@ -103,7 +103,8 @@ struct buffer_replay {
 /// in flat arrays instead of vectors per op: gpt3-1.3b's whole exact planning on 4 x
 /// V100-16GB (`plan_bench --only gpt3-1.3b --threads 2 --mode exact`), whose replays of
 /// 17,450 union points took 1.6 s of it on 2 threads, 4.6 -> 3.9 s together with the
-/// bound search moved beside the jobs (plan/planner.hpp).
+/// bound search moved beside the jobs (plan/planner.hpp, which now runs it once no job is
+/// left to start).
 struct peak_inputs {
   std::vector<double> kernel_state;  ///< per op, bytes
   double kept = 0;
