@@ -473,10 +473,7 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
   next = 0;
   run_pool([&] {
     for (std::size_t i; (i = next++) < pf.points.size();) {
-      auto& e = pf.points[i];
-      const auto& prob = pf.parts[std::size_t(pf.part_of[i])].built->prob;
-      e.labels.reserve(e.choice.size());
-      for (std::size_t n = 0; n < e.choice.size(); ++n) e.labels.push_back(prob.nodes[n].configs[std::size_t(e.choice[n])].label);
+      pf.points[i].labels = detail::config_labels(pf.parts[std::size_t(pf.part_of[i])].built->prob, pf.points[i].choice);
     }
   }, std::min(hw, std::max<std::size_t>(1, pf.points.size() / 1024)));
   // Fast mode's restriction is checked where it matters: on the micro-batch counts that

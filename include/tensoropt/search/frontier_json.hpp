@@ -41,6 +41,16 @@ namespace tensoropt {
 
 /// The points of `r`, a frontier of problem `p` built for `micro_batches`
 /// micro-batches, with that count and each node's config label filled in.
+namespace detail {
+/// The label of each node's config under `choice` (a config index per node of `p`).
+inline std::vector<std::string> config_labels(const problem& p, const std::vector<int>& choice) {
+  std::vector<std::string> out;
+  out.reserve(choice.size());
+  for (std::size_t i = 0; i < choice.size(); ++i) out.push_back(p.nodes[i].configs.at(std::size_t(choice[i])).label);
+  return out;
+}
+}  // namespace detail
+
 inline std::vector<frontier_point> label_points(const problem& p, const frontier_result& r,
                                                 int micro_batches = 1) {
   detail::require(micro_batches >= 1, "label_points: micro_batches must be >= 1");
@@ -49,8 +59,7 @@ inline std::vector<frontier_point> label_points(const problem& p, const frontier
     frontier_point e{q.time, q.memory, q.choice, micro_batches, {}};
     detail::require(q.choice.size() == p.nodes.size(),
                     "label_points: the frontier is not one of this problem (node counts differ)");
-    for (std::size_t i = 0; i < q.choice.size(); ++i)
-      e.labels.push_back(p.nodes[i].configs.at(std::size_t(q.choice[i])).label);
+    e.labels = detail::config_labels(p, q.choice);
     out.push_back(std::move(e));
   }
   return out;
