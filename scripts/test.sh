@@ -7,7 +7,8 @@
 # not speed, and -O1 compiles in about 55 % of -O3's time (measured on a unit test
 # translation unit: 18.1 s against 34.7 s CPU; plan_bench 27.6 s against 46.7 s),
 # which keeps the whole suite inside its CI budget on 2 cores. Programs for use and
-# for timing (scripts/plan.sh, the benchmarks) come from build/, at -O3.
+# for timing (scripts/plan.sh, the benchmarks) come from build/, at -O3 (tensoropt-plan
+# and plan_bench at -O2: cmake/tensoropt_testing.cmake).
 #
 # Every part is switched on explicitly, and TENSOROPT_REQUIRE_ALL turns a part that
 # cannot be built here (no BLAS, no MPI, nvcc present but no CUDA) into a configure
