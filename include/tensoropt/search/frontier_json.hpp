@@ -39,8 +39,6 @@
 
 namespace tensoropt {
 
-/// The points of `r`, a frontier of problem `p` built for `micro_batches`
-/// micro-batches, with that count and each node's config label filled in.
 namespace detail {
 /// The label of each node's config under `choice` (a config index per node of `p`).
 inline std::vector<std::string> config_labels(const problem& p, const std::vector<int>& choice) {
@@ -51,6 +49,8 @@ inline std::vector<std::string> config_labels(const problem& p, const std::vecto
 }
 }  // namespace detail
 
+/// The points of `r`, a frontier of problem `p` built for `micro_batches`
+/// micro-batches, with that count and each node's config label filled in.
 inline std::vector<frontier_point> label_points(const problem& p, const frontier_result& r,
                                                 int micro_batches = 1) {
   detail::require(micro_batches >= 1, "label_points: micro_batches must be >= 1");
