@@ -93,37 +93,19 @@ struct buffer_replay {
   }
 };
 }  // namespace detail
-
-/// What the replay reads besides the configs: each op's kernel state under its config
-/// (cost_op's kernel_state) and the plan's additive memory (evaluate's). The plain
-/// predicted_peak computes both (analyze, then cost_op per op twice); a caller replaying
-/// many plans of one graph looks them up per config instead (plan/peak_frontier.hpp):
-/// on gpt3-1.3b that was about half of each replay's time. The sizes below (each op's
-/// output, inputs and parameters in its layout) likewise, and each op's saved buffers sit
-/// in flat arrays instead of vectors per op: gpt3-1.3b's whole exact planning on 4 x
-/// V100-16GB (`plan_bench --only gpt3-1.3b --threads 2 --mode exact`), whose replays of
-/// 17,450 union points took 1.6 s of it on 2 threads, 4.6 -> 3.9 s together with the
-/// bound search moved beside the jobs (plan/planner.hpp, which now runs it once no job is
-/// left to start).
-struct peak_inputs {
-  std::vector<double> kernel_state;  ///< per op, bytes
-  double kept = 0;
-  /// Sizes that depend on one op's config, looked up per config by a replayer (empty:
-  /// predicted_peak computes them): per op its output's bytes in its layout, per input (ops
-  /// in order, each op's inputs in order) its bytes in the op's layout, per parameter (the
-  /// same order) its local elements and its layout.
-  std::vector<double> out_bytes{}, in_bytes{}, param_elements{};
-  std::vector<tensor_layout> param_layout{};
-  /// Optional, per input (the order of in_bytes): bit 0 whether the op reads it in its
-  /// producer's layout (detail::same_split), bit 1 whether it keeps only the producer's
-  /// shard (detail::kept_shard_ratio < 1), under the plan's configs. Empty: computed here.
-  std::vector<unsigned char> input_flags{};
+namespace detail {
+/// Each op's sizes under one config: its output's bytes in its layout, per input (ops in
+/// order, each op's inputs in order) its bytes in the op's layout, per parameter (the same
+/// order) its local elements and its layout. A replayer of many plans keeps them for every
+/// config of every op (plan/peak_frontier.hpp) and looks them up.
+struct peak_sizes {
+  std::vector<double> out_bytes, in_bytes, param_elements;
+  std::vector<tensor_layout> param_layout;
 };
 
-namespace detail {
-/// peak_inputs' per-config sizes of op `j` under `c`, appended to `in`.
+/// The sizes of op `j` under `c`, appended to `in`.
 constexpr void append_op_sizes(const op_graph& g, std::size_t j, const op_config& c, const precision& pr,
-                               const device_mesh& mesh, peak_inputs& in) {
+                               const device_mesh& mesh, peak_sizes& in) {
   const auto& op = g.ops[j];
   auto bytes = [&](const tensor_map& t) {
     return local_elements(g, op, t, c) * elem_bytes(g.tensors[std::size_t(t.tensor)], pr);
@@ -135,127 +117,157 @@ constexpr void append_op_sizes(const op_graph& g, std::size_t j, const op_config
     in.param_layout.push_back(layout_of(op, t, g.tensors[std::size_t(t.tensor)].rank, c, mesh, false));
   }
 }
-}  // namespace detail
 
-/// The memory of `configs` on the micro-batch graph `g` (see the file comment), with `in`
-/// computed for exactly these configs.
-constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_config>& configs, const cluster& cl,
-                                     const build_options& o, const peak_inputs& in) {
+/// What the replay reads of the graph alone, found once per graph (a replayer of many plans
+/// keeps it): per op its first input and first parameter in the flat per-input and
+/// per-parameter arrays, per input its producer, whether the op saves it, whether it is
+/// a recompute segment's inside edge when both ops recompute (the producer is no input op
+/// and both are one instance of a repeated block) and whether its tensor is integer (no
+/// gradient), per tensor a parameter's first user and slot, how many inputs read it and
+/// how many parameter slots use it.
+struct peak_shape {
+  std::vector<std::size_t> ins, pars;
+  std::vector<int> producer;
+  std::vector<unsigned char> saves, in_segment, integer;
+  std::vector<int> owner, owner_slot, readers, users;
+
+  constexpr explicit peak_shape(const op_graph& g) {
+    const std::size_t n = g.ops.size(), nt = g.tensors.size();
+    ins.assign(n + 1, 0);
+    pars.assign(n + 1, 0);
+    owner.assign(nt, -1);
+    owner_slot.assign(nt, -1);
+    readers.assign(nt, 0);
+    users.assign(nt, 0);
+    for (std::size_t j = 0; j < n; ++j) {
+      const auto& op = g.ops[j];
+      ins[j + 1] = ins[j] + op.inputs.size();
+      pars[j + 1] = pars[j] + op.params.size();
+      for (std::size_t s = 0; s < op.inputs.size(); ++s) {
+        const auto t = std::size_t(op.inputs[s].tensor);
+        const int p = g.tensors[t].producer;
+        const auto& po = g.ops[std::size_t(p)];
+        producer.push_back(p);
+        saves.push_back(saves_input(op, int(s)) ? 1 : 0);
+        in_segment.push_back(po.kind != op_kind::input && op.repeat_id >= 0 && same_instance(po, op) ? 1 : 0);
+        integer.push_back(g.tensors[t].integer ? 1 : 0);
+        ++readers[t];
+      }
+      for (std::size_t s = 0; s < op.params.size(); ++s) {
+        const auto t = std::size_t(op.params[s].tensor);
+        ++users[t];
+        if (owner[t] >= 0) continue;
+        owner[t] = int(j);
+        owner_slot[t] = int(s);
+      }
+    }
+  }
+};
+
+/// What an op keeps between its forward and its backward: its inputs' and parameter
+/// copies' buffers (spans into peak_scratch's flat arrays; -1: none), whether an input
+/// is the producer's shard, whether the parameter copies are made (a recomputed op drops
+/// them after its forward).
+struct saved_op {
+  std::span<int> in, par;
+  char* shard = nullptr;
+  int state = -1, out = -1, readers = 0;
+  bool rebuilt = false, par_made = false;
+};
+
+/// The replay's working arrays, kept between the replays of one thread.
+struct peak_scratch {
+  buffer_replay R;
+  std::vector<int> in_ids, par_ids, act, left, grad, segment_readers, src, din, dpar;
+  std::vector<char> shard_of, sharded, has_grad;
+  std::vector<saved_op> S;
+};
+
+/// The replay of the file comment for one plan. `v` gives what depends on the plan's
+/// configs: config(j), out_bytes(j), in_bytes(j, s), param_elements(j, s), param_layout(j,
+/// s), kernel_state(j) (cost_op's kernel_state) and input_flags(j, s) (bit 0: op j reads
+/// input s in its producer's layout, detail::same_split; bit 1: it keeps only the
+/// producer's shard, detail::kept_shard_ratio < 1); `kept` is the plan's additive memory.
+template <class Plan>
+constexpr memory_peak replay_peak(const op_graph& g, const peak_shape& sh, const Plan& v, const build_options& o,
+                                  double kept, peak_scratch& w) {
   memory_peak m;
-  m.kept = in.kept;
+  m.kept = kept;
   const cost_options co = o.cost();
   const precision& pr = co.prec;
   const std::size_t n = g.ops.size(), nt = g.tensors.size();
-  const auto& mesh = cl.mesh;
-  auto cfg = [&](int j) -> const op_config& { return configs[std::size_t(j)]; };
-  auto producer = [&](int j, std::size_t s) { return g.tensors[std::size_t(g.ops[std::size_t(j)].inputs[s].tensor)].producer; };
-  auto edge = [&](int j, std::size_t s) {
-    return graph_edge{producer(j, s), j, g.ops[std::size_t(j)].inputs[s].tensor, int(s)};
-  };
-  // per-op sizes (looked up by the caller, or computed here), and per input whether it
-  // shares the producer's buffer and whether the op keeps only the producer's shard, each
-  // found once: ins[j] is op j's first input, pars[j] its first parameter
-  std::vector<std::size_t> ins(n + 1, 0), pars(n + 1, 0);
-  for (std::size_t j = 0; j < n; ++j) {
-    ins[j + 1] = ins[j] + g.ops[j].inputs.size();
-    pars[j + 1] = pars[j] + g.ops[j].params.size();
-  }
-  peak_inputs own;
-  const peak_inputs& sz = in.out_bytes.empty() ? own : in;
-  if (in.out_bytes.empty())
-    for (std::size_t j = 0; j < n; ++j) detail::append_op_sizes(g, j, configs[j], pr, mesh, own);
-  std::vector<char> same(ins[n]), shard_kept(ins[n]);
-  for (std::size_t j = 0; j < n; ++j)
-    for (std::size_t s = 0; s < g.ops[j].inputs.size(); ++s) {
-      if (!in.input_flags.empty()) {
-        same[ins[j] + s] = char(in.input_flags[ins[j] + s] & 1);
-        shard_kept[ins[j] + s] = char(in.input_flags[ins[j] + s] >> 1 & 1);
-        continue;
-      }
-      same[ins[j] + s] = detail::same_split(g, edge(int(j), s), cfg(producer(int(j), s)), cfg(int(j)));
-      shard_kept[ins[j] + s] = detail::kept_shard_ratio(g, edge(int(j), s), cfg(producer(int(j), s)), cfg(int(j))) < 1;
-    }
-  auto out_bytes = [&](int j) { return sz.out_bytes[std::size_t(j)]; };
-  auto in_bytes = [&](int j, std::size_t s) { return sz.in_bytes[ins[std::size_t(j)] + s]; };
-  auto param_elements = [&](int j, std::size_t s) { return sz.param_elements[pars[std::size_t(j)] + s]; };
-  auto param_layout = [&](int j, std::size_t s) -> const tensor_layout& { return sz.param_layout[pars[std::size_t(j)] + s]; };
-  auto same_in = [&](int j, std::size_t s) { return same[ins[std::size_t(j)] + s] != 0; };
-  auto keeps_shard = [&](int j, std::size_t s) { return shard_kept[ins[std::size_t(j)] + s] != 0; };
+  const auto& ins = sh.ins;
+  const auto& pars = sh.pars;
+  auto producer = [&](int j, std::size_t s) { return sh.producer[ins[std::size_t(j)] + s]; };
+  auto same_in = [&](int j, std::size_t s) { return (v.input_flags(std::size_t(j), s) & 1) != 0; };
+  auto keeps_shard = [&](int j, std::size_t s) { return (v.input_flags(std::size_t(j), s) & 2) != 0; };
+  auto recompute = [&](int j) { return v.config(std::size_t(j)).recompute; };
   auto segment_input = [&](int j, std::size_t s) {
-    const auto& op = g.ops[std::size_t(j)];
-    const int p = producer(j, s);
-    const auto& po = g.ops[std::size_t(p)];
-    return cfg(j).recompute && cfg(p).recompute && po.kind != op_kind::input && op.repeat_id >= 0 &&
-           detail::same_instance(po, op);
+    return sh.in_segment[ins[std::size_t(j)] + s] && recompute(j) && recompute(producer(j, s));
   };
-  // parameters: the first user, its layout, whether its optimizer state is sharded
-  std::vector<int> owner(nt, -1), owner_slot(nt, -1);
-  std::vector<bool> sharded(nt, false);
-  detail::buffer_replay R;
-  R.live.reserve(8 * n);  // about six buffers per op: one allocation, not dozens
+  // parameters: whether the first user shards its optimizer state
+  auto& sharded = w.sharded;
+  sharded.assign(nt, 0);
+  detail::buffer_replay& R = w.R;
+  R.live.clear();
+  R.live.reserve(8 * n);  // about six buffers per op
   R.current = o.reserve.value;
+  R.most = 0;
   for (std::size_t j = 0; j < n; ++j) {
     const auto& op = g.ops[j];
+    const op_config& c = v.config(j);
     for (std::size_t s = 0; s < op.params.size(); ++s) {
-      const int t = op.params[s].tensor;
-      if (owner[std::size_t(t)] >= 0) continue;
-      owner[std::size_t(t)] = int(j);
-      owner_slot[std::size_t(t)] = int(s);
-      const auto& l = param_layout(int(j), s);
+      const auto t = std::size_t(op.params[s].tensor);
+      if (sh.owner[t] != int(j) || sh.owner_slot[t] != int(s)) continue;
+      const auto& l = v.param_layout(j, s);
       const std::int64_t r = std::int64_t(l.replicate[0]) * l.replicate[1];
-      const double local = param_elements(int(j), s);
-      sharded[std::size_t(t)] = configs[j].shard_optimizer && r > 1 && detail::shardable(g, op.params[s], configs[j], r);
-      const double shard = sharded[std::size_t(t)] ? double(r) : 1.0;
+      const double local = v.param_elements(j, s);
+      sharded[t] = c.shard_optimizer && r > 1 && detail::shardable(g, op.params[s], c, r);
+      const double shard = sharded[t] ? double(r) : 1.0;
       R.current += local * pr.weight_bytes + local / shard * pr.optimizer_bytes;
-      if (sharded[std::size_t(t)]) R.current += local / shard * pr.grad_bytes;
+      if (sharded[t]) R.current += local / shard * pr.grad_bytes;
     }
     for (std::size_t s = 0; s < op.params.size(); ++s)  // one accumulator per unsharded user
-      if (!sharded[std::size_t(op.params[s].tensor)])
-        R.current += param_elements(int(j), s) * pr.grad_bytes;
+      if (!sharded[std::size_t(op.params[s].tensor)]) R.current += v.param_elements(j, s) * pr.grad_bytes;
   }
   auto param_copy = [&](int j, std::size_t s) {  // a parameter read in another layout than its first user's
-    const auto& op = g.ops[std::size_t(j)];
-    const int t = op.params[s].tensor;
-    const int u = owner[std::size_t(t)];
-    const bool same = param_layout(j, s) == param_layout(u, std::size_t(owner_slot[std::size_t(t)]));
-    return same ? -1 : R.make(param_elements(j, s) * pr.weight_bytes);
+    const auto t = std::size_t(g.ops[std::size_t(j)].params[s].tensor);
+    const int u = sh.owner[t];
+    const bool same = v.param_layout(std::size_t(j), s) == v.param_layout(std::size_t(u), std::size_t(sh.owner_slot[t]));
+    return same ? -1 : R.make(v.param_elements(std::size_t(j), s) * pr.weight_bytes);
   };
   R.most = R.current;
   const double persistent = R.current;
 
-  // what each op keeps: its inputs' and parameter copies' buffers (flat, at ins[j] and
-  // pars[j]; -1: none), whether an input is the producer's shard, whether the parameter
-  // copies are made (a recomputed op drops them after its forward)
-  std::vector<int> in_ids(ins[n], -1), par_ids(pars[n], -1);
-  std::vector<char> shard_of(ins[n], 0);
-  struct saved_op {
-    std::span<int> in, par;
-    char* shard = nullptr;
-    int state = -1, out = -1, readers = 0;
-    bool rebuilt = false, par_made = false;
-  };
-  std::vector<saved_op> S(n);
+  w.in_ids.assign(ins[n], -1);
+  w.par_ids.assign(pars[n], -1);
+  w.shard_of.assign(ins[n], 0);
+  auto& S = w.S;
+  S.assign(n, saved_op{});
   for (std::size_t j = 0; j < n; ++j) {
-    S[j].in = std::span<int>(in_ids.data() + ins[j], ins[j + 1] - ins[j]);
-    S[j].par = std::span<int>(par_ids.data() + pars[j], pars[j + 1] - pars[j]);
-    S[j].shard = shard_of.data() + ins[j];
+    S[j].in = std::span<int>(w.in_ids.data() + ins[j], ins[j + 1] - ins[j]);
+    S[j].par = std::span<int>(w.par_ids.data() + pars[j], pars[j + 1] - pars[j]);
+    S[j].shard = w.shard_of.data() + ins[j];
   }
   auto make_params = [&](saved_op& Sx, int j) {
     for (std::size_t s = 0; s < Sx.par.size(); ++s) Sx.par[s] = param_copy(j, s);
     Sx.par_made = true;
   };
-  std::vector<int> act(nt, -1), left(nt, 0);
-  for (auto& op : g.ops)
-    for (auto& in : op.inputs) ++left[std::size_t(in.tensor)];
+  auto& act = w.act;
+  auto& left = w.left;
+  act.assign(nt, -1);
+  left.assign(sh.readers.begin(), sh.readers.end());
   m.fwd.assign(n, 0.0);
   m.bwd.assign(n, 0.0);
-  std::vector<int> src, din, dpar;  // per op, reused
+  auto& src = w.src;
+  auto& din = w.din;
+  auto& dpar = w.dpar;
   // forward
   for (std::size_t j = 0; j < n; ++j) {
     const auto& op = g.ops[j];
     R.most = R.current;
     if (op.kind == op_kind::input) {
-      act[std::size_t(op.output.tensor)] = R.make(out_bytes(int(j)));
+      act[std::size_t(op.output.tensor)] = R.make(v.out_bytes(j));
       m.fwd[j] = R.most;
       continue;
     }
@@ -263,18 +275,18 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
     src.assign(op.inputs.size(), -1);
     for (std::size_t s = 0; s < op.inputs.size(); ++s) {
       const int t = op.inputs[s].tensor;
-      Sj.in[s] = same_in(int(j), s) ? R.share(act[std::size_t(t)]) : R.make(in_bytes(int(j), s));
+      Sj.in[s] = same_in(int(j), s) ? R.share(act[std::size_t(t)]) : R.make(v.in_bytes(j, s));
       if (keeps_shard(int(j), s)) src[s] = R.share(act[std::size_t(t)]);
       if (--left[std::size_t(t)] == 0) R.drop(act[std::size_t(t)]);
     }
     make_params(Sj, int(j));
-    int y = R.make(out_bytes(int(j)));
-    Sj.state = R.make(in.kernel_state[j]);
+    int y = R.make(v.out_bytes(j));
+    Sj.state = R.make(v.kernel_state(j));
     if (op.kind == op_kind::softmax_xent) {  // the loss, gathered to read it
       int one = R.make(double(g.tensors[std::size_t(op.output.tensor)].size()) * pr.activation_bytes());
       R.drop(one);
     }
-    if (cfg(int(j)).recompute) {
+    if (recompute(int(j))) {
       R.drop(Sj.state);
       for (auto& p : Sj.par) R.drop(p);
       Sj.par_made = false;
@@ -282,7 +294,7 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
         if (segment_input(int(j), s)) R.drop(Sj.in[s]);
     } else
       for (std::size_t s = 0; s < op.inputs.size(); ++s)
-        if (!detail::saves_input(op, int(s))) R.drop(Sj.in[s]);
+        if (!sh.saves[ins[j] + s]) R.drop(Sj.in[s]);
     for (std::size_t s = 0; s < op.inputs.size(); ++s) {
       if (Sj.in[s] >= 0 && keeps_shard(int(j), s)) {
         R.drop(Sj.in[s]);
@@ -301,7 +313,7 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
     auto& Sj = S[std::size_t(j)];
     for (std::size_t s = 0; s < Sj.in.size(); ++s)
       if (Sj.shard[s] && Sj.in[s] >= 0) {
-        int x = R.make(in_bytes(j, s));
+        int x = R.make(v.in_bytes(std::size_t(j), s));
         R.drop(Sj.in[s]);
         Sj.in[s] = x;
         Sj.shard[s] = 0;
@@ -309,11 +321,11 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
   };
   // the readers of each op's output inside a recompute segment (ops come in topological
   // order, so every reader comes after its producer), counted in one pass
-  std::vector<int> segment_readers(n, 0);
+  auto& segment_readers = w.segment_readers;
+  segment_readers.assign(n, 0);
   for (std::size_t j = 0; j < n; ++j)
     for (std::size_t s = 0; s < g.ops[j].inputs.size(); ++s)
       if (segment_input(int(j), s)) ++segment_readers[std::size_t(producer(int(j), s))];
-  auto readers_of = [&](int p) { return segment_readers[std::size_t(p)]; };
   auto rebuild = [&](auto& self, int p) -> int {
     auto& Sp = S[std::size_t(p)];
     if (Sp.out >= 0) return Sp.out;
@@ -323,24 +335,26 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
       if (Sp.in[s] < 0 && segment_input(p, s)) {
         const int q = producer(p, s);
         const int x = self(self, q);
-        Sp.in[s] = same_in(p, s) ? R.share(x) : R.make(in_bytes(p, s));
+        Sp.in[s] = same_in(p, s) ? R.share(x) : R.make(v.in_bytes(std::size_t(p), s));
         if (--S[std::size_t(q)].readers <= 0) R.drop(S[std::size_t(q)].out);
       }
     if (!Sp.par_made) make_params(Sp, p);
-    Sp.out = R.make(out_bytes(p));
-    Sp.state = R.make(in.kernel_state[std::size_t(p)]);
+    Sp.out = R.make(v.out_bytes(std::size_t(p)));
+    Sp.state = R.make(v.kernel_state(std::size_t(p)));
     Sp.rebuilt = true;
-    Sp.readers = readers_of(p);
+    Sp.readers = segment_readers[std::size_t(p)];
     for (std::size_t s = 0; s < op.inputs.size(); ++s)
-      if (!detail::saves_input(op, int(s))) R.drop(Sp.in[s]);
+      if (!sh.saves[ins[std::size_t(p)] + s]) R.drop(Sp.in[s]);
     return Sp.out;
   };
-  std::vector<int> grad(nt, -1);
-  std::vector<bool> has_grad(nt, false);
+  auto& grad = w.grad;
+  auto& has_grad = w.has_grad;
+  grad.assign(nt, -1);
+  has_grad.assign(nt, 0);
   for (std::size_t j = 0; j < n; ++j)
     if (g.ops[j].kind == op_kind::softmax_xent) {
       grad[std::size_t(g.ops[j].output.tensor)] = R.make(4);
-      has_grad[std::size_t(g.ops[j].output.tensor)] = true;
+      has_grad[std::size_t(g.ops[j].output.tensor)] = 1;
     }
   for (std::size_t jj = n; jj-- > 0;) {
     const int j = int(jj);
@@ -359,26 +373,25 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
       continue;
     }
     regather(j);
-    if (cfg(j).recompute && !Sj.rebuilt) {
+    if (recompute(j) && !Sj.rebuilt) {
       for (std::size_t s = 0; s < op.inputs.size(); ++s)
         if (Sj.in[s] < 0 && segment_input(j, s)) {
           const int q = producer(j, s);
           const int x = rebuild(rebuild, q);
-          Sj.in[s] = same_in(j, s) ? R.share(x) : R.make(in_bytes(j, s));
+          Sj.in[s] = same_in(j, s) ? R.share(x) : R.make(v.in_bytes(jj, s));
           if (--S[std::size_t(q)].readers <= 0) R.drop(S[std::size_t(q)].out);
         }
       make_params(Sj, j);
-      Sj.state = R.make(in.kernel_state[jj]);
-      int y = R.make(out_bytes(j));  // the re-run's output, unused
+      Sj.state = R.make(v.kernel_state(jj));
+      int y = R.make(v.out_bytes(jj));  // the re-run's output, unused
       R.drop(y);
     }
     R.drop(Sj.out);
     din.assign(op.inputs.size(), -1);
     dpar.assign(op.params.size(), -1);
     for (std::size_t s = 0; s < op.inputs.size(); ++s)
-      if (!g.tensors[std::size_t(op.inputs[s].tensor)].integer) din[s] = R.make(in_bytes(j, s));
-    for (std::size_t s = 0; s < op.params.size(); ++s)
-      dpar[s] = R.make(param_elements(j, s) * pr.grad_bytes);
+      if (!sh.integer[ins[jj] + s]) din[s] = R.make(v.in_bytes(jj, s));
+    for (std::size_t s = 0; s < op.params.size(); ++s) dpar[s] = R.make(v.param_elements(jj, s) * pr.grad_bytes);
     for (auto& b : Sj.in) R.drop(b);
     for (auto& b : Sj.par) R.drop(b);
     R.drop(Sj.state);
@@ -386,25 +399,26 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
     for (std::size_t s = 0; s < op.inputs.size(); ++s) {
       const int t = op.inputs[s].tensor;
       const int p = producer(j, s);
-      if (g.tensors[std::size_t(t)].integer || g.ops[std::size_t(p)].kind == op_kind::input) continue;
+      if (sh.integer[ins[jj] + s] || g.ops[std::size_t(p)].kind == op_kind::input) continue;
       int x = din[s];
       din[s] = -1;
       if (!same_in(j, s)) {  // the gradient in the producer's layout: a new buffer
-        const int y = R.make(out_bytes(p));
+        const int y = R.make(v.out_bytes(std::size_t(p)));
         R.drop(x);
         x = y;
       }
       if (!has_grad[std::size_t(t)]) {
         grad[std::size_t(t)] = x;
-        has_grad[std::size_t(t)] = true;
+        has_grad[std::size_t(t)] = 1;
       } else R.drop(x);
     }
     for (std::size_t s = 0; s < op.params.size(); ++s) {
-      const int t = op.params[s].tensor;
-      if (sharded[std::size_t(t)]) {  // reduce-scattered into the shard as soon as it exists
-        const auto& l = param_layout(owner[std::size_t(t)], std::size_t(owner_slot[std::size_t(t)]));
-        int part = R.make(param_elements(owner[std::size_t(t)], std::size_t(owner_slot[std::size_t(t)])) /
-                          double(std::int64_t(l.replicate[0]) * l.replicate[1]) * pr.grad_bytes);
+      const auto t = std::size_t(op.params[s].tensor);
+      if (sharded[t]) {  // reduce-scattered into the shard as soon as it exists
+        const auto u = std::size_t(sh.owner[t]), us = std::size_t(sh.owner_slot[t]);
+        const auto& l = v.param_layout(u, us);
+        int part = R.make(v.param_elements(u, us) / double(std::int64_t(l.replicate[0]) * l.replicate[1]) *
+                          pr.grad_bytes);
         R.drop(dpar[s]);
         R.drop(part);
       }
@@ -419,22 +433,20 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
   // (a new buffer, or the accumulator itself) plus, per other user, its
   // redistributed part; under shard_optimizer the local slice and the new weights
   R.most = R.current;
-  std::vector<int> users(nt, 0);
-  for (auto& op : g.ops)
-    for (auto& p : op.params) ++users[std::size_t(p.tensor)];
   for (std::size_t t = 0; t < nt; ++t) {
-    if (owner[t] < 0) continue;
-    const auto& l = param_layout(owner[t], std::size_t(owner_slot[t]));
-    const double local = param_elements(owner[t], std::size_t(owner_slot[t]));
+    if (sh.owner[t] < 0) continue;
+    const auto u = std::size_t(sh.owner[t]), us = std::size_t(sh.owner_slot[t]);
+    const auto& l = v.param_layout(u, us);
+    const double local = v.param_elements(u, us);
     if (sharded[t]) {
       const double r = double(std::int64_t(l.replicate[0]) * l.replicate[1]);
-      int w = R.make(local / r * pr.weight_bytes);
-      int v = R.make(local * pr.weight_bytes);
-      R.drop(w);
-      R.drop(v);
+      int wt = R.make(local / r * pr.weight_bytes);
+      int nw = R.make(local * pr.weight_bytes);
+      R.drop(wt);
+      R.drop(nw);
       continue;
     }
-    if (users[t] == 1) continue;  // the accumulator is the optimizer's gradient
+    if (sh.users[t] == 1) continue;  // the accumulator is the optimizer's gradient
     int gsum = R.make(local * pr.grad_bytes);
     int part = R.make(local * pr.grad_bytes);
     R.drop(part);
@@ -451,15 +463,51 @@ constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_con
   return m;
 }
 
-/// The memory of `configs` on the micro-batch graph `g` (see the file comment).
+/// A plan given as its configs, with what the replay reads of it computed here.
+struct listed_plan {
+  const std::vector<op_config>* configs = nullptr;
+  const peak_shape* shape = nullptr;
+  peak_sizes sizes;
+  std::vector<double> state;          // per op: kernel state
+  std::vector<unsigned char> flags;   // per input
+  constexpr const op_config& config(std::size_t j) const { return (*configs)[j]; }
+  constexpr double out_bytes(std::size_t j) const { return sizes.out_bytes[j]; }
+  constexpr double in_bytes(std::size_t j, std::size_t s) const { return sizes.in_bytes[shape->ins[j] + s]; }
+  constexpr double param_elements(std::size_t j, std::size_t s) const {
+    return sizes.param_elements[shape->pars[j] + s];
+  }
+  constexpr const tensor_layout& param_layout(std::size_t j, std::size_t s) const {
+    return sizes.param_layout[shape->pars[j] + s];
+  }
+  constexpr double kernel_state(std::size_t j) const { return state[j]; }
+  constexpr unsigned char input_flags(std::size_t j, std::size_t s) const { return flags[shape->ins[j] + s]; }
+};
+}  // namespace detail
+
+/// The memory of `configs` on the micro-batch graph `g` (see the file comment). A caller
+/// replaying many plans of one graph looks up what depends on one op's config instead
+/// (plan/peak_frontier.hpp's peak_replayer).
 constexpr memory_peak predicted_peak(const op_graph& g, const std::vector<op_config>& configs, const cluster& cl,
                                      const build_options& o = {}) {
   const auto facts = analyze(g);
-  peak_inputs in{{}, double(evaluate(g, configs, cl, o).memory)};
   const cost_options co = o.cost();
-  for (std::size_t j = 0; j < g.ops.size(); ++j)
-    in.kernel_state.push_back(cost_op(g, int(j), configs[j], cl, co, facts[j]).kernel_state.value);
-  return predicted_peak(g, configs, cl, o, in);
+  const detail::peak_shape sh(g);
+  detail::listed_plan v;
+  v.configs = &configs;
+  v.shape = &sh;
+  for (std::size_t j = 0; j < g.ops.size(); ++j) {
+    v.state.push_back(cost_op(g, int(j), configs[j], cl, co, facts[j]).kernel_state.value);
+    detail::append_op_sizes(g, j, configs[j], co.prec, cl.mesh, v.sizes);
+    for (std::size_t s = 0; s < g.ops[j].inputs.size(); ++s) {
+      const int p = sh.producer[sh.ins[j] + s];
+      const graph_edge e{p, int(j), g.ops[j].inputs[s].tensor, int(s)};
+      const auto& cu = configs[std::size_t(p)];
+      v.flags.push_back((unsigned char)((detail::same_split(g, e, cu, configs[j]) ? 1 : 0) |
+                                        (detail::kept_shard_ratio(g, e, cu, configs[j]) < 1 ? 2 : 0)));
+    }
+  }
+  detail::peak_scratch w;
+  return detail::replay_peak(g, sh, v, o, double(evaluate(g, configs, cl, o).memory), w);
 }
 
 }  // namespace tensoropt

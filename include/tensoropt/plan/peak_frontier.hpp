@@ -56,15 +56,19 @@ inline memory_peak point_peak(const planned_frontier& pf, std::size_t i) {
   return predicted_peak(b.graph, pf.op_configs(i), b.cl, b.options);
 }
 
-/// Replays plans of one built problem with what does not depend on the neighbours' configs
-/// looked up (memory_peak.hpp's peak_inputs): each config's kernel state, sizes and
-/// parameter layouts, computed once, and the additive memory as the problem sums it
-/// (evaluate's, term for term). What depends on a producer's and a consumer's layouts (an
-/// input read in the producer's layout, a producer's shard kept) is remembered per op input
-/// and pair of layouts as replays meet it (threads share the table: two of them may compute
-/// one entry at once, with the same value). The same peak as predicted_peak. On gpt3-1.3b (4 x V100-16GB, exact,
-/// 26,412 replays) the layouts looked up took the whole planning 4.64-4.67 -> 4.29-4.34 s of
-/// CPU, the pairs remembered 4.14-4.18 s (`plan_bench --only gpt3-1.3b --threads 2`).
+/// Replays plans of one built problem with what does not depend on the plan looked up:
+/// the graph's shape (memory_peak.hpp's peak_shape) once, and each config's kernel state,
+/// sizes and parameter layouts (peak_sizes) once per config; the additive memory as the
+/// problem sums it (evaluate's, term for term). What depends on a producer's and a
+/// consumer's layouts (an input read in the producer's layout, a producer's shard kept) is
+/// remembered per op input and pair of layouts as replays meet it (threads share the
+/// table: two of them may compute one entry at once, with the same value), and each thread
+/// keeps its replay's working arrays from one plan to the next. The same peak as
+/// predicted_peak. On gpt3-1.3b (4 x V100-16GB, exact, 26,412 replays) the layouts looked
+/// up took the whole planning 4.64-4.67 -> 4.29-4.34 s of CPU, the pairs remembered
+/// 4.14-4.18 s (`plan_bench --only gpt3-1.3b --threads 2`); the shape found once and the
+/// working arrays kept took the replays of its 17,917 candidates 0.68-0.69 -> 0.59-0.60 s
+/// (one thread, the replay loop timed), the whole planning 2.76-2.91 -> 2.72-2.78 s.
 class peak_replayer {
  public:
   /// Most entries of the table of layout pairs (bytes) by default; a problem with more
@@ -72,7 +76,7 @@ class peak_replayer {
   static constexpr std::size_t max_pair_entries = std::size_t(1) << 24;
 
   explicit peak_replayer(const built_problem& b, std::size_t max_pairs = max_pair_entries)
-      : b_(&b), state_(b.configs.size()), at_(b.configs.size()) {
+      : b_(&b), shape_(b.graph), state_(b.configs.size()), at_(b.configs.size()) {
     const auto facts = analyze(b.graph);
     const cost_options co = b.options.cost();
     const std::size_t n = b.configs.size();
@@ -98,67 +102,73 @@ class peak_replayer {
     }
     std::size_t total = 0;
     for (std::size_t j = 0; j < n; ++j)
-      for (const auto& t : b.graph.ops[j].inputs) {
+      for (std::size_t s = 0; s < b.graph.ops[j].inputs.size(); ++s) {
         pair_at_.push_back(total);
-        total += layouts_[std::size_t(b.graph.tensors[std::size_t(t.tensor)].producer)] * layouts_[j];
+        total += layouts_[std::size_t(shape_.producer[shape_.ins[j] + s])] * layouts_[j];
       }
     if (total <= max_pairs) pairs_.reset(new std::atomic<unsigned char>[total]());
   }
   /// The replayed peak of the plan `choice` (a config index per node of the problem).
   memory_peak operator()(const std::vector<int>& choice) const {
-    peak_inputs in{{}, double(cost_of(b_->prob, choice).memory)};
-    if (pairs_) {
-      const auto& g = b_->graph;
-      std::size_t k = 0;
-      for (std::size_t j = 0; j < choice.size(); ++j)
-        for (std::size_t s = 0; s < g.ops[j].inputs.size(); ++s, ++k) {
-          const int p = g.tensors[std::size_t(g.ops[j].inputs[s].tensor)].producer;
-          const auto& cv = b_->configs[j][std::size_t(choice[j])];
-          const auto& cu = b_->configs[std::size_t(p)][std::size_t(choice[std::size_t(p)])];
-          auto& e = pairs_[pair_at_[k] + layout_[std::size_t(p)][std::size_t(choice[std::size_t(p)])] * layouts_[j] +
-                           layout_[j][std::size_t(choice[j])]];
-          unsigned char v = e.load(std::memory_order_relaxed);
-          if (v == 0) {  // bit 2: known
-            const graph_edge ge{p, int(j), g.ops[j].inputs[s].tensor, int(s)};
-            v = (unsigned char)(4 | (detail::same_split(g, ge, cu, cv) ? 1 : 0) |
-                                (detail::kept_shard_ratio(g, ge, cu, cv) < 1 ? 2 : 0));
+    thread_local detail::peak_scratch w;
+    thread_local std::vector<unsigned char> flags;
+    const auto& g = b_->graph;
+    flags.clear();
+    std::size_t k = 0;
+    for (std::size_t j = 0; j < choice.size(); ++j)
+      for (std::size_t s = 0; s < g.ops[j].inputs.size(); ++s, ++k) {
+        const auto p = std::size_t(shape_.producer[k]);
+        const auto& cv = b_->configs[j][std::size_t(choice[j])];
+        const auto& cu = b_->configs[p][std::size_t(choice[p])];
+        auto compute = [&] {
+          const graph_edge ge{int(p), int(j), g.ops[j].inputs[s].tensor, int(s)};
+          return (unsigned char)(4 | (detail::same_split(g, ge, cu, cv) ? 1 : 0) |
+                                 (detail::kept_shard_ratio(g, ge, cu, cv) < 1 ? 2 : 0));
+        };
+        unsigned char v;
+        if (pairs_) {  // bit 2: known
+          auto& e = pairs_[pair_at_[k] + layout_[p][std::size_t(choice[p])] * layouts_[j] + layout_[j][std::size_t(choice[j])]];
+          v = e.load(std::memory_order_relaxed);
+          if (v == 0) {
+            v = compute();
             e.store(v, std::memory_order_relaxed);
           }
-          in.input_flags.push_back(v & 3);
-        }
-    }
-    std::vector<op_config> configs;
-    configs.reserve(choice.size());
-    in.kernel_state.reserve(choice.size());
-    in.out_bytes.reserve(choice.size());
-    for (std::size_t i = 0; i < choice.size(); ++i) {
-      const std::size_t c = std::size_t(choice[i]);
-      const auto& op = b_->graph.ops[i];
-      configs.push_back(b_->configs[i][c]);
-      in.kernel_state.push_back(state_[i][c]);
-      const auto [o, x, y] = at_[i][c];
-      in.out_bytes.push_back(sizes_.out_bytes[o]);
-      in.in_bytes.insert(in.in_bytes.end(), sizes_.in_bytes.begin() + std::ptrdiff_t(x),
-                         sizes_.in_bytes.begin() + std::ptrdiff_t(x + op.inputs.size()));
-      in.param_elements.insert(in.param_elements.end(), sizes_.param_elements.begin() + std::ptrdiff_t(y),
-                               sizes_.param_elements.begin() + std::ptrdiff_t(y + op.params.size()));
-      in.param_layout.insert(in.param_layout.end(), sizes_.param_layout.begin() + std::ptrdiff_t(y),
-                             sizes_.param_layout.begin() + std::ptrdiff_t(y + op.params.size()));
-    }
-    return predicted_peak(b_->graph, configs, b_->cl, b_->options, in);
+        } else
+          v = compute();
+        flags.push_back(v & 3);
+      }
+    const chosen_plan plan{this, choice.data(), flags.data()};
+    return detail::replay_peak(g, shape_, plan, b_->options, double(cost_of(b_->prob, choice).memory), w);
   }
 
  private:
-  const built_problem* b_;
-  std::vector<std::vector<double>> state_;  // [node][config]: kernel state, bytes
   // [node][config]: where that config's sizes are in sizes_ (output, first input, first parameter)
   struct start { std::size_t out, in, param; };
+  /// The plan `choice` as the replay reads it, looked up in the tables below.
+  struct chosen_plan {
+    const peak_replayer* r;
+    const int* choice;
+    const unsigned char* flags;  // per input
+    const op_config& config(std::size_t j) const { return r->b_->configs[j][std::size_t(choice[j])]; }
+    double out_bytes(std::size_t j) const { return r->sizes_.out_bytes[at(j).out]; }
+    double in_bytes(std::size_t j, std::size_t s) const { return r->sizes_.in_bytes[at(j).in + s]; }
+    double param_elements(std::size_t j, std::size_t s) const { return r->sizes_.param_elements[at(j).param + s]; }
+    const tensor_layout& param_layout(std::size_t j, std::size_t s) const {
+      return r->sizes_.param_layout[at(j).param + s];
+    }
+    double kernel_state(std::size_t j) const { return r->state_[j][std::size_t(choice[j])]; }
+    unsigned char input_flags(std::size_t j, std::size_t s) const { return flags[r->shape_.ins[j] + s]; }
+    const start& at(std::size_t j) const { return r->at_[j][std::size_t(choice[j])]; }
+  };
+  const built_problem* b_;
+  detail::peak_shape shape_;
+  std::vector<std::vector<double>> state_;  // [node][config]: kernel state, bytes
   std::vector<std::vector<start>> at_;
-  peak_inputs sizes_;  // append_op_sizes of every node's every config, in order
+  detail::peak_sizes sizes_;  // append_op_sizes of every node's every config, in order
   std::vector<std::vector<std::uint32_t>> layout_;  // [node][config]: its layout's index
   std::vector<std::size_t> layouts_;                // [node]: layouts
   std::vector<std::size_t> pair_at_;                // [op input, in order]: its table's offset
-  // per op input and (producer layout, op layout): 0 unknown, else 4 | input_flags' bits;
+  // per op input and (producer layout, op layout): 0 unknown, else 4 | the input flags' bits;
   // null where the tables would pass max_pair_entries
   std::unique_ptr<std::atomic<unsigned char>[]> pairs_;
 };
