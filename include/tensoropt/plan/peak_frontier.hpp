@@ -64,11 +64,15 @@ inline memory_peak point_peak(const planned_frontier& pf, std::size_t i) {
 /// remembered per op input and pair of layouts as replays meet it (threads share the
 /// table: two of them may compute one entry at once, with the same value), and each thread
 /// keeps its replay's working arrays from one plan to the next. The same peak as
-/// predicted_peak. On gpt3-1.3b (4 x V100-16GB, exact, 26,412 replays) the layouts looked
-/// up took the whole planning 4.64-4.67 -> 4.29-4.34 s of CPU, the pairs remembered
-/// 4.14-4.18 s (`plan_bench --only gpt3-1.3b --threads 2`); the shape found once and the
-/// working arrays kept took the replays of its 17,917 candidates 0.68-0.69 -> 0.59-0.60 s
-/// (one thread, the replay loop timed), the whole planning 2.76-2.91 -> 2.72-2.78 s.
+/// predicted_peak. On gpt3-1.3b (4 x V100-16GB, exact; `plan_bench --only gpt3-1.3b
+/// --threads 2`) computing each op's kernel state and sizes per replay (analyze, then
+/// cost_op per op twice) was about half of each replay's time: looked up, with the bound
+/// search moved beside the jobs (plan/planner.hpp), the whole planning took 4.6 -> 3.9 s,
+/// whose replays of 17,450 union points took 1.6 s on 2 threads; over 26,412 replays the
+/// layouts looked up took it 4.64-4.67 -> 4.29-4.34 s of CPU, the pairs remembered
+/// 4.14-4.18 s; the shape found once and the working arrays kept took the replays of its
+/// 17,917 candidates 0.68-0.69 -> 0.59-0.60 s (one thread, the replay loop timed), the
+/// whole planning 2.76-2.91 -> 2.72-2.78 s (one thread, the builds one after the other).
 class peak_replayer {
  public:
   /// Most entries of the table of layout pairs (bytes) by default; a problem with more
