@@ -29,7 +29,7 @@
 //    (what --frontier-json writes: the search's exact additive frontier);
 //  - says how the frontier was computed (`describe`).
 //
-// Cost: one replay per point (linear in ops, with one cost_op per op), run on
+// Cost: one replay per point (linear in ops; each config's costs and sizes looked up), run on
 // `threads` threads; the result does not depend on the thread count. The bound search
 // runs up to `max_caps` restricted searches per micro-batch count where it runs.
 #pragma once
