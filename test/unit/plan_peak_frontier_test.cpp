@@ -178,6 +178,15 @@ TEST_CASE("the bound search is gated off on large problems, and the note says so
                             "affordable here)") != std::string::npos);
 }
 
+TEST_CASE("with no plan under the memory limit, the note says there was none to replay") {
+  auto s = make<rt_test::gpt_of<16>>(2);
+  s.po.solve.memory_limit = 1;  // one byte: nothing fits
+  const auto pf = to::plan_frontier(s.g, s.cl, s.po);
+  CHECK(pf.empty());
+  CHECK(pf.memory_note.find("the search returned no plan to replay") != std::string::npos);
+  CHECK(pf.memory_note.find("0.00x") == std::string::npos);
+}
+
 TEST_CASE("the planner's points carry their runtime peak and are the (peak, time) non-dominated ones") {
   check_model<rt_test::mlp_of<16>>("mlp", 4);
   check_model<rt_test::gpt_of<16>>("gpt", 4);

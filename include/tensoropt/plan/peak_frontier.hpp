@@ -200,6 +200,9 @@ struct peak_filter {
   bound_search_note bound{};
   /// "the predicted runtime peak per plan (...); the search optimized ..."
   std::string describe() const {
+    if (searched + bound.candidates == 0)
+      return "the predicted runtime peak per plan (a replay of the executor's buffers): the search returned no "
+             "plan to replay";
     char b[640];
     if (bound.searched > 0) {
       char eps[64] = "";
