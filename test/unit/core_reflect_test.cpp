@@ -84,6 +84,18 @@ TEST_CASE("bad specs name the key and list the valid ones") {
   }
   CHECK_THROWS_WITH_AS(parse_key_values<opts>(std::string("n=4\nx"), "spec"),
                        "spec:n: expected an integer in [1, 100], got '4\\x0ax'", invalid_argument);
+  // a number written with a unit: the hint gives the number alone, where the field takes it
+  CHECK_THROWS_WITH_AS(parse_key_values<opts>("n=4x", "spec"),
+                       "spec:n: expected an integer in [1, 100], got '4x' (the number alone: '4')", invalid_argument);
+  CHECK_THROWS_WITH_AS(parse_key_values<opts>("n=1,budget=8GB", "spec"),
+                       "spec:budget: expected a number in (0, 10], got '8GB' (the number alone: '8')",
+                       invalid_argument);
+  CHECK_THROWS_WITH_AS(parse_key_values<opts>("n=1,budget=12GB", "spec"),
+                       "spec:budget: expected a number in (0, 10], got '12GB'", invalid_argument);
+  CHECK_THROWS_WITH_AS(parse_key_values<opts>("n=1,budget=-5GiB", "spec"),
+                       "spec:budget: expected a number in (0, 10], got '-5GiB'", invalid_argument);
+  CHECK_THROWS_WITH_AS(parse_key_values<opts>("n=2.5", "spec"), "spec:n: expected an integer in [1, 100], got '2.5'",
+                       invalid_argument);
   const std::string huge(100000, 'x');
   try {
     parse_key_values<opts>("n=" + huge, "spec");

@@ -27,6 +27,7 @@
 #pragma once
 #include <boost/hana/for_each.hpp>
 #include <boost/hana/tuple.hpp>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <concepts>
@@ -132,13 +133,24 @@ inline std::string echo(std::string_view text) {
   return text.size() <= 60 ? out : out + "...";
 }
 
+/// Where `text` is a number the field accepts followed by letters (a unit written out,
+/// "12GB"; "4x"; `number_length`: the number's characters, 0: none), the hint that the
+/// value takes the number alone, else "".
+inline std::string unit_hint(std::string_view text, std::size_t number_length) {
+  if (number_length == 0 || number_length >= text.size()) return "";
+  for (std::size_t i = number_length; i < text.size(); ++i)
+    if (!std::isalpha(static_cast<unsigned char>(text[i]))) return "";
+  return " (the number alone: '" + echo(text.substr(0, number_length)) + "')";
+}
+
 template <class S, class T>
 [[noreturn]] void bad_value(std::string_view who, const field_info<S, T>& f, std::string_view kind,
-                            std::string_view text) {
+                            std::string_view text, std::size_t number_length = 0) {
   const std::string range = describe_range(f);
   std::string what(kind);
   if (!range.empty()) what += (what.empty() ? "" : " ") + std::string(f.choices.empty() ? "in " : "") + range;
-  throw invalid_argument(std::string(who) + ": expected " + what + ", got '" + echo(text) + "'");
+  throw invalid_argument(std::string(who) + ": expected " + what + ", got '" + echo(text) + "'" +
+                         unit_hint(text, number_length));
 }
 
 template <class S, class T>
@@ -159,14 +171,16 @@ V parse_scalar(std::string_view who, const field_info<S, T>& f, std::string_view
     if (text.empty() || ec != std::errc() || end != text.data() + text.size() ||
         x < (long long)std::numeric_limits<V>::min() || x > (long long)std::numeric_limits<V>::max() ||
         !in_range(f, double(x)))
-      bad_value(who, f, "an integer", text);
+      bad_value(who, f, "an integer", text,
+                ec == std::errc() && in_range(f, double(x)) ? std::size_t(end - text.data()) : 0);
     return V(x);
   } else if constexpr (std::floating_point<V>) {
     double x = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), x);
     if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !std::isfinite(x) ||
         !in_range(f, x))
-      bad_value(who, f, "a number", text);
+      bad_value(who, f, "a number", text,
+                ec == std::errc() && std::isfinite(x) && in_range(f, x) ? std::size_t(end - text.data()) : 0);
     return V(x);
   } else if constexpr (std::same_as<V, std::string>) {
     if (text.empty())
