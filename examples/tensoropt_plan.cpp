@@ -580,7 +580,10 @@ int run(int argc, char** argv) {
   if (!pf.mode_notes.empty() || !pf.memory_note.empty()) std::printf("\n");
   if (pf.points.empty())
     throw to::infeasible("no plan of " + std::string(m.name) + " fits " + to::format_bytes(cl.gpu_spec.capacity) +
-                         " per device on " + cl.describe() + "; add devices or micro-batches (--batch smaller)");
+                         " per device on " + cl.describe() +
+                         (c.micro_batches ? "; add devices, search every micro-batch count (leave out --micro-batches)"
+                                          : "; every micro-batch count was searched: add devices") +
+                         ", take a GPU with more memory (--gpu) or a smaller --batch");
 
   std::optional<to::bytes> budget;
   std::optional<to::plan> chosen;
