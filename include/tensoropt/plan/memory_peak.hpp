@@ -212,7 +212,6 @@ constexpr memory_peak replay_peak(const op_graph& g, const peak_shape& sh, const
   R.live.clear();
   R.live.reserve(8 * n);  // about six buffers per op
   R.current = o.reserve.value;
-  R.most = 0;
   for (std::size_t j = 0; j < n; ++j) {
     const auto& op = g.ops[j];
     const op_config& c = v.config(j);
@@ -233,7 +232,8 @@ constexpr memory_peak replay_peak(const op_graph& g, const peak_shape& sh, const
   auto param_copy = [&](int j, std::size_t s) {  // a parameter read in another layout than its first user's
     const auto t = std::size_t(g.ops[std::size_t(j)].params[s].tensor);
     const int u = sh.owner[t];
-    const bool same = v.param_layout(std::size_t(j), s) == v.param_layout(std::size_t(u), std::size_t(sh.owner_slot[t]));
+    const bool same =
+        v.param_layout(std::size_t(j), s) == v.param_layout(std::size_t(u), std::size_t(sh.owner_slot[t]));
     return same ? -1 : R.make(v.param_elements(std::size_t(j), s) * pr.weight_bytes);
   };
   R.most = R.current;

@@ -131,7 +131,8 @@ class peak_replayer {
         };
         unsigned char v;
         if (pairs_) {  // bit 2: known
-          auto& e = pairs_[pair_at_[k] + layout_[p][std::size_t(choice[p])] * layouts_[j] + layout_[j][std::size_t(choice[j])]];
+          auto& e = pairs_[pair_at_[k] + layout_[p][std::size_t(choice[p])] * layouts_[j] +
+                           layout_[j][std::size_t(choice[j])]];
           v = e.load(std::memory_order_relaxed);
           if (v == 0) {
             v = compute();
