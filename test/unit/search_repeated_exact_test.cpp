@@ -87,6 +87,92 @@ TEST_CASE("the branch-and-bound region and its erosion keep exactly what the def
   CHECK(to::detail::make_completion_filter({}, {{1, 1, -1, -1}}).keeps(std::numeric_limits<std::int64_t>::max(), 1 << 30));
 }
 
+TEST_CASE("the chain sums' test: true only where the points lie at or below every exact sum") {
+  std::mt19937_64 rng(8);
+  int beaten = 0, not_beaten = 0;
+  for (int it = 0; it < 300; ++it) {
+    CAPTURE(it);
+    const std::int64_t step = 1 + std::int64_t(rng() % 6);
+    const auto a = staircase(rng, 1 + rng() % 5, step), u = staircase(rng, 1 + rng() % 4, step),
+               z = staircase(rng, 1 + rng() % 4, step);
+    const std::size_t n = rng() % 4;
+    // every sum a + u_1 + ... + u_n + z, by brute force
+    std::vector<to::detail::candidate> sums;
+    for (auto& x : a)
+      for (auto& y : z) sums.push_back({x.time + y.time, x.memory + y.memory, -1, -1});
+    for (std::size_t i = 0; i < n; ++i) {
+      std::vector<to::detail::candidate> more;
+      for (auto& s : sums)
+        for (auto& y : u) more.push_back({s.time + y.time, s.memory + y.memory, -1, -1});
+      sums = std::move(more);
+    }
+    const std::int64_t limit = it % 3 == 0 ? std::numeric_limits<std::int64_t>::max() : sums[rng() % sums.size()].memory;
+    // points near the sums' own staircase: some below all of it, some not
+    std::vector<to::frontier::point> by;
+    const double f = 0.85 + 0.05 * double(rng() % 5);
+    for (auto& s : sums)
+      if (rng() % 3 == 0) by.push_back({std::int64_t(double(s.time) * f), s.memory - std::int64_t(rng() % 2), -1});
+    // whether every sum within the limit has a point at or below it (with a 1 % margin in time)
+    auto all_below = [&](double margin) {
+      for (auto& s : sums) {
+        if (s.memory > limit) continue;
+        bool below = false;
+        for (auto& q : by) below = below || (q.memory <= s.memory && double(q.time) * margin <= double(s.time));
+        if (!below) return false;
+      }
+      return true;
+    };
+    const bool got = to::detail::chain_sums_beaten(a, u, n, z, limit, by);
+    CHECK((!got || all_below(1.0)));  // never claims what the sums deny
+    // the pruning's factor, (1 + 0.001)^(n + 1), lies within the margin: such points are found
+    if (all_below(1.01)) CHECK(got);
+    beaten += got;
+    not_beaten += !got;
+  }
+  CHECK(beaten > 20);
+  CHECK(not_beaten > 20);
+}
+
+TEST_CASE("a fold united with other searches' points: skipped after its tables only where they beat it") {
+  std::mt19937_64 rng(21);
+  int skipped = 0, searched = 0;
+  for (int it = 0; it < 150 / rand_problem::brute_force_share; ++it) {
+    const int pre = int(rng() % 2), suf = int(rng() % 2), m = 1 + int(rng() % 3), L = 3 + int(rng() % 3);
+    const auto g = rand_problem::random_repeated(rng, pre, L, m, suf, 3, it % 2 == 1);
+    if (strategies(g.p) > 100000) continue;
+    CAPTURE(it);
+    const auto brute = rand_problem::brute_force(g, false);
+    // the other searches' points: the exact frontier, faster by a factor, some points left out
+    const double f = 0.5 + 0.1 * double(rng() % 8);
+    std::vector<to::frontier::point> theirs;
+    for (auto& c : brute)
+      if (rng() % 4 != 0) theirs.push_back({std::int64_t(double(c.time) * f), c.memory, -1});
+    if (theirs.empty()) continue;
+    const to::known_exchange ex = [&](std::vector<to::frontier::point>) { return std::optional(theirs); };
+    const auto r = to::solve_repeated_exact(g.p, g.rb, {}, ex);
+    check_recost(g.p, r);
+    // the union's costs are those of brute force's frontier united with theirs
+    auto pareto = [](std::vector<cost_pair> v) {
+      std::sort(v.begin(), v.end(), [](auto& x, auto& y) { return x.memory != y.memory ? x.memory < y.memory : x.time < y.time; });
+      std::vector<cost_pair> out;
+      for (auto& c : v)
+        if (out.empty() || c.time < out.back().time) out.push_back(c);
+      return out;
+    };
+    std::vector<cost_pair> want = brute, got = costs(r);
+    for (auto& q : theirs) want.push_back({q.time, q.memory}), got.push_back({q.time, q.memory});
+    CHECK(pareto(got) == pareto(want));
+    if (r.skipped) {
+      CHECK(r.note.rfind("skipped after its tables", 0) == 0);
+      CHECK(r.points.empty());
+      ++skipped;
+    } else
+      ++searched;
+  }
+  CHECK(skipped > 5);
+  CHECK(searched > 5);
+}
+
 TEST_CASE("the exact chain fold of repeated blocks equals brute force, layout changes included") {
   std::mt19937_64 rng(12);
   int tested = 0, beyond_fast = 0;

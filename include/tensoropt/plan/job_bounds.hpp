@@ -22,6 +22,7 @@
 #include <vector>
 #include "../search/frontier.hpp"
 #include "../search/problem.hpp"
+#include "../search/detail/completion_bound.hpp"
 #include "../search/detail/staircase_sum.hpp"
 
 namespace tensoropt::detail {
@@ -71,16 +72,7 @@ inline std::vector<candidate> edge_free_bound(const problem& p, cost_t limit, do
 }
 
 /// Whether every point of `lb` has a point of `by` at or below it (each a staircase).
-inline bool all_dominated(const std::vector<candidate>& lb, std::vector<frontier::point> by) {
-  std::sort(by.begin(), by.end(), [](auto& x, auto& y) { return x.memory < y.memory; });
-  cost_t best = std::numeric_limits<cost_t>::max();
-  std::size_t j = 0;
-  std::vector<candidate> sorted = lb;
-  std::sort(sorted.begin(), sorted.end(), [](auto& x, auto& y) { return x.memory < y.memory; });
-  for (auto& l : sorted) {
-    while (j < by.size() && by[j].memory <= l.memory) best = std::min(best, by[j++].time);
-    if (best > l.time) return false;
-  }
-  return true;
+inline bool all_dominated(const std::vector<candidate>& lb, const std::vector<frontier::point>& by) {
+  return all_at_or_below(lb, by);
 }
 }  // namespace tensoropt::detail

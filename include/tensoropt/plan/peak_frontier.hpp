@@ -295,42 +295,62 @@ std::vector<bool> keep_under_peak(std::size_t n, PeakAt peak_at, cost_t limit, s
 /// `extra` (with their parts in `extra_part_of`) are further candidates, e.g. from
 /// bound_search_part; `searched` keeps only pf's own points. `threads` = 0: every core.
 /// `first` (optional): other work for the same threads, one piece per call until it
-/// returns false, taken before the replays (the planner's restriction checks), so that
-/// `threads` threads run both and neither phase idles a core at its tail.
-inline peak_filter attach_peaks(planned_frontier& pf, std::size_t threads = 0, cost_t limit = max_problem_cost,
-                                std::vector<frontier_point> extra = {}, std::vector<int> extra_part_of = {},
-                                const std::function<bool()>& first = {}) {
+/// returns false, taken before the replays (the planner's restriction checks and peak bound
+/// searches), so that `threads` threads run both and neither phase idles a core at its
+/// tail. `late` (optional), called once `first` is done: it adds further candidates as
+/// `extra` (e.g. what `first`'s searches found), replayed after the others.
+inline peak_filter attach_peaks(
+    planned_frontier& pf, std::size_t threads = 0, cost_t limit = max_problem_cost,
+    std::vector<frontier_point> extra = {}, std::vector<int> extra_part_of = {},
+    const std::function<bool()>& first = {},
+    const std::function<void(std::vector<frontier_point>&, std::vector<int>&)>& late = {}) {
   peak_filter f;
   f.searched = pf.points.size();
   const std::size_t own = pf.points.size();
-  for (std::size_t i = 0; i < extra.size(); ++i) {  // candidates the additive search already holds are skipped
-    bool dup = false;
-    for (std::size_t j = 0; j < own && !dup; ++j)
-      dup = pf.points[j].micro_batches == extra[i].micro_batches && pf.points[j].choice == extra[i].choice;
-    if (dup) continue;
-    pf.points.push_back(std::move(extra[i]));
-    pf.part_of.push_back(extra_part_of.at(i));
+  auto add_extra = [&] {  // candidates the additive search already holds are skipped
+    for (std::size_t i = 0; i < extra.size(); ++i) {
+      bool dup = false;
+      for (std::size_t j = 0; j < own && !dup; ++j)
+        dup = pf.points[j].micro_batches == extra[i].micro_batches && pf.points[j].choice == extra[i].choice;
+      if (dup) continue;
+      pf.points.push_back(std::move(extra[i]));
+      pf.part_of.push_back(extra_part_of.at(i));
+    }
+    extra.clear();
+    extra_part_of.clear();
+  };
+  add_extra();
+  std::vector<double> peak;
+  std::vector<std::unique_ptr<peak_replayer>> replay(pf.parts.size());
+  const std::size_t hw = threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
+  // replays candidates from..n - 1 on the pool (each thread first runs `first` where given)
+  auto replay_from = [&](std::size_t from, const std::function<bool()>& before) {
+    const std::size_t n = pf.points.size();
+    peak.resize(n, 0.0);
+    for (std::size_t i = from; i < n; ++i) {
+      auto& r = replay.at(std::size_t(pf.part_of.at(i)));
+      if (!r) r = std::make_unique<peak_replayer>(pf.problem_of(i));
+    }
+    std::atomic<std::size_t> next{from};
+    auto work = [&] {
+      if (before)
+        while (before()) {
+        }
+      for (std::size_t i; (i = next++) < n;) peak[i] = (*replay[std::size_t(pf.part_of[i])])(pf.points[i].choice).peak();
+    };
+    std::vector<std::thread> pool;
+    for (std::size_t t = 1; t < (before ? hw : std::min(hw, n - from)); ++t) pool.emplace_back(work);
+    work();
+    for (auto& t : pool) t.join();
+  };
+  if (!pf.points.empty() || first) replay_from(0, first);
+  if (late) {
+    const std::size_t from = pf.points.size();
+    late(extra, extra_part_of);
+    add_extra();
+    if (pf.points.size() > from) replay_from(from, {});
   }
   const std::size_t n = pf.points.size();
-  if (n == 0 && !first) return f;
-  std::vector<double> peak(n, 0.0);
-  std::vector<std::unique_ptr<peak_replayer>> replay(pf.parts.size());
-  for (std::size_t i = 0; i < n; ++i) {
-    auto& r = replay.at(std::size_t(pf.part_of.at(i)));
-    if (!r) r = std::make_unique<peak_replayer>(pf.problem_of(i));
-  }
-  std::atomic<std::size_t> next{0};
-  auto work = [&] {
-    if (first)
-      while (first()) {
-      }
-    for (std::size_t i; (i = next++) < n;) peak[i] = (*replay[std::size_t(pf.part_of[i])])(pf.points[i].choice).peak();
-  };
-  const std::size_t hw = threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
-  std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < (first ? hw : std::min(hw, n)); ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
   if (n == 0) return f;
   f.ratio_lo = 1e300;
   f.ratio_hi = 0;

@@ -223,6 +223,9 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
   static constexpr const char* beaten =
       "skipped: beaten by the points of the larger micro-batch counts, which lie at or below a lower bound of "
       "every strategy (edges at their least cost)";
+  static constexpr const char* beaten_layers =
+      "skipped: beaten by the points of the larger micro-batch counts, which lie at or below a lower bound of "
+      "every strategy (each layer at its least cost, found after the layers' tables)";
   // whether the points of the counts before a job lie at or below that lower bound of its problem
   auto beaten_by = [&](const problem& q, const std::vector<frontier::point>& before) {
     return detail::all_dominated(detail::edge_free_bound(q, opt.solve.memory_limit), before);
@@ -231,7 +234,10 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
   // no count is left to start: they take the cores the counts' searches leave idle at the
   // end instead of delaying the counts after them (gpt3-1.3b, 4 x V100-16GB, exact, two
   // threads: k = 1024's took 0.25 s right after its search, and the counts behind it started
-  // that much later). Each keeps its count's problem until it has run.
+  // that much later). Once every count is done, those still waiting run beside the peak
+  // replays instead (attach_peaks' `first`), so no core idles while one thread searches
+  // (the same run: a core idled 0.2 s while k = 1024's ran after the last count). Each
+  // keeps its count's problem until it has run.
   std::vector<std::size_t> bounds_to_search;
   std::vector<bool> bound_waits(ks.size(), false);
   std::size_t begun = 0, finished = 0;  // counts started; of them, done or failed (both under mu)
@@ -239,29 +245,38 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
     std::counting_semaphore<>& s;
     ~token_back() { s.release(); }
   };
+  auto all_counts_done = [&] { return next >= ks.size() && finished == begun; };  // with mu held
+  auto run_bound = [&](std::size_t idx) {
+    try {
+      auto found = bound_search_part(pf.parts[idx], opt.peak_search, opt.solve.memory_limit, bound_notes[idx]);
+      std::lock_guard lock(mu);
+      bound_found[idx] = std::move(found);
+      bound_waits[idx] = false;
+    } catch (...) {
+      std::lock_guard lock(mu);
+      bound_waits[idx] = false;
+      if (!failure) failure = std::current_exception();
+    }
+  };
+  auto take_bound = [&]() -> std::optional<std::size_t> {  // with mu held
+    if (bounds_to_search.empty()) return std::nullopt;
+    const std::size_t idx = bounds_to_search.front();
+    bounds_to_search.erase(bounds_to_search.begin());
+    return idx;
+  };
   auto search_bounds = [&] {
     for (;;) {
-      std::size_t idx = 0;
+      std::optional<std::size_t> idx;
       {
         std::unique_lock lock(mu);
-        // none to run, no count left to start and none still searching: no more will come
-        published_cv.wait(lock, [&] { return !bounds_to_search.empty() || (next >= ks.size() && finished == begun); });
-        if (bounds_to_search.empty()) return;
-        idx = bounds_to_search.front();
-        bounds_to_search.erase(bounds_to_search.begin());
+        // every count done: the rest run beside the peak replays
+        published_cv.wait(lock, [&] { return !bounds_to_search.empty() || all_counts_done(); });
+        if (all_counts_done()) return;
+        idx = take_bound();
       }
       running.acquire();
       token_back give_back{running};
-      try {
-        auto found = bound_search_part(pf.parts[idx], opt.peak_search, opt.solve.memory_limit, bound_notes[idx]);
-        std::lock_guard lock(mu);
-        bound_found[idx] = std::move(found);
-        bound_waits[idx] = false;
-      } catch (...) {
-        std::lock_guard lock(mu);
-        bound_waits[idx] = false;
-        if (!failure) failure = std::current_exception();
-      }
+      run_bound(*idx);
     }
   };
   auto work = [&] {
@@ -366,20 +381,22 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
           // exact, identical layers folded once; bounded by its own fast-mode points and those
           // of the counts before it (real strategies: the union stays exact)
           // (skipped where those lie at or below a lower bound of all its strategies, as fast mode's)
-          // Where every count before it has already published, the same test as the exchange's
-          // below is made now, before the fold's tables and its fast-mode points: a count it
-          // skips publishes no points, which changes nothing after it (its points would each
-          // lie at or above one of those before it, since they lie above its lower bound).
+          // The same test as the exchange's below is made now, before the fold's tables and
+          // its fast-mode points, on the points the counts before it have published so far: a
+          // count it skips publishes no points, which changes nothing after it (its points
+          // would each lie at or above one of those before it, since they lie above its lower
+          // bound). Points only join that set, so a count beaten by part of it is beaten by all
+          // of it, and the exchange would skip it too, whatever the threads' timing (gpt3-1.3b
+          // on 4 x V100-16GB, two threads: k = 32, 16 and 8 made their tables and fast-mode
+          // points, 0.22 s of CPU, waiting for k = 64's).
           bool beaten_now = false;
           if (opt.job_bounds && pos > 0) {
             std::vector<frontier::point> before;
-            bool all_in = false;
             {
               std::lock_guard lock(mu);
-              all_in = out_before(pos) == 0;
-              if (all_in) before = points_before(pos);
+              before = points_before(pos);
             }
-            beaten_now = all_in && beaten_by(built->prob, before);
+            beaten_now = !before.empty() && beaten_by(built->prob, before);
           }
           known_exchange ex;
           if (opt.job_bounds)
@@ -392,8 +409,10 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
             };
           std::function<void(const search_progress&)> per_layer;
           if (opt.progress) per_layer = report_as("a per-layer solve, ");
-          part.frontier = beaten_now ? united_skip(true) : solve_repeated_exact(built->prob, mc.block, so, ex, per_layer);
-          if (part.frontier.skipped) part.why = beaten;
+          part.frontier = beaten_now ? united_skip(skip_stage::before_tables)
+                                     : solve_repeated_exact(built->prob, mc.block, so, ex, per_layer);
+          if (part.frontier.skipped)
+            part.why = part.frontier.note.starts_with("skipped after its tables") ? beaten_layers : beaten;
           publish(pos, {});  // where the search made no K (nothing published yet): the counts after it go on
         } else {
           part.frontier = solve(built->prob, so, report);
@@ -509,21 +528,33 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
     };
   }
   if (opt.runtime_peak) {
-    std::vector<int> extra_part;
-    std::vector<frontier_point> extra;
+    // before the replays, on the same threads: the restriction checks, then the peak bound's
+    // searches still waiting; their plans join the candidates after the union's replays
+    auto first = [&] {
+      if (check_one && check_one()) return true;
+      std::optional<std::size_t> idx;
+      {
+        std::lock_guard lock(mu);
+        if (!failure) idx = take_bound();
+      }
+      if (idx) run_bound(*idx);
+      return idx.has_value();
+    };
     bound_search_note bn;
     bn.parts = pf.parts.size();
-    for (std::size_t p = 0; p < pf.parts.size(); ++p) {
-      bn.searched += bound_notes[p].searched;
-      bn.solved += bound_notes[p].solved;
-      bn.candidates += bound_notes[p].candidates;
-      bn.epsilon = std::max(bn.epsilon, bound_notes[p].epsilon);
-      for (auto& q : bound_found[p]) {
-        extra.push_back(std::move(q));
-        extra_part.push_back(int(p));
+    auto late = [&](std::vector<frontier_point>& extra, std::vector<int>& extra_part) {
+      for (std::size_t p = 0; p < pf.parts.size(); ++p) {
+        bn.searched += bound_notes[p].searched;
+        bn.solved += bound_notes[p].solved;
+        bn.candidates += bound_notes[p].candidates;
+        bn.epsilon = std::max(bn.epsilon, bound_notes[p].epsilon);
+        for (auto& q : bound_found[p]) {
+          extra.push_back(std::move(q));
+          extra_part.push_back(int(p));
+        }
       }
-    }
-    auto f = attach_peaks(pf, hw, opt.solve.memory_limit, std::move(extra), std::move(extra_part), check_one);
+    };
+    auto f = attach_peaks(pf, hw, opt.solve.memory_limit, {}, {}, first, late);
     f.bound = bn;
     pf.memory_note = f.describe();
     if (failure) std::rethrow_exception(failure);

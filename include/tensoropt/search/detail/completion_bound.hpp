@@ -35,6 +35,7 @@
 // chain fold's exact LB keeps at most 16K over all boundary layouts.
 #pragma once
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -84,6 +85,58 @@ inline completion_filter erode(const completion_filter& f, const std::vector<can
   g.corners.reserve(s.size());
   for (std::size_t i = s.size(); i-- > 0;) g.corners.push_back({-s[i].time, -s[i].memory, -1, -1});
   return g;
+}
+
+/// Whether every point of `lb` has a point of `by` at or below it (both objectives; `lb`
+/// any set of points, `by` any points with .time and .memory).
+template <class Point>
+bool all_at_or_below(const std::vector<candidate>& lb, std::vector<Point> by) {
+  std::sort(by.begin(), by.end(), [](const Point& x, const Point& y) { return x.memory < y.memory; });
+  std::vector<candidate> sorted = lb;
+  std::sort(sorted.begin(), sorted.end(), [](const candidate& x, const candidate& y) { return x.memory < y.memory; });
+  cost_t best = std::numeric_limits<cost_t>::max();
+  std::size_t j = 0;
+  for (const auto& l : sorted) {
+    while (j < by.size() && by[j].memory <= l.memory) best = std::min(best, by[j++].time);
+    if (best > l.time) return false;
+  }
+  return true;
+}
+
+/// prune(a (+) u (+) ... (+) u (+) z), n copies of u, each sum pruned within (1 + delta)
+/// (detail/staircase_sum.hpp) and cut at `limit` less the least memory still to come: for
+/// every such sum s within `limit` it holds a real sum p with p.memory <= s.memory and
+/// p.time <= (1 + delta)^(n + 1) s.time. `factor` receives (1 + delta)^(n + 1).
+inline std::vector<candidate> chain_sum_pruned(const std::vector<candidate>& a, const std::vector<candidate>& u,
+                                               std::size_t n, const std::vector<candidate>& z, cost_t limit,
+                                               double delta, long double& factor) {
+  factor = std::pow((long double)(1 + delta), (long double)(n + 1));
+  if (a.empty() || z.empty() || (n > 0 && u.empty())) return {};
+  const cost_t um = n ? u.front().memory : 0, zm = z.front().memory;
+  std::vector<candidate> s = a;
+  for (std::size_t i = 0; i < n; ++i)
+    s = sum_with_provenance(s, u, delta, limit - cost_t(n - 1 - i) * um - zm);
+  return sum_with_provenance(s, z, delta, limit);
+}
+
+/// Whether the points `by` lie at or below every sum a + u_1 + ... + u_n + z within `limit`
+/// (a in `a`, each u_i in `u`, z in `z`: staircases), tested without the exact sum. With
+/// P = chain_sum_pruned at delta and f its factor: P's points are real sums, so if one of
+/// them has no point of `by` at or below it, neither has the exact sum's point below it
+/// (false, whatever delta); if every point of P / f (times divided by f) has one, so has
+/// every exact sum (true). Between the two, the test is made again at delta / 10.
+template <class Point>
+bool chain_sums_beaten(const std::vector<candidate>& a, const std::vector<candidate>& u, std::size_t n,
+                       const std::vector<candidate>& z, cost_t limit, const std::vector<Point>& by) {
+  if (by.empty()) return false;
+  for (const double delta : {1e-3, 1e-4}) {
+    long double f = 1;
+    auto p = chain_sum_pruned(a, u, n, z, limit, delta, f);
+    if (!all_at_or_below(p, by)) return false;
+    for (auto& q : p) q.time = cost_t(std::floor((long double)q.time / f));
+    if (all_at_or_below(p, by)) return true;
+  }
+  return false;
 }
 
 /// The region for known strategies `k` (a staircase) and completions above the staircase
