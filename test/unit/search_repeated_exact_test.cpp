@@ -51,10 +51,12 @@ std::vector<to::detail::candidate> staircase(std::mt19937_64& rng, std::size_t n
   return s;
 }
 
-// The definition: p survives iff some r of lb puts p + r where no k has k.memory <= and k.time <.
+// The definition: p survives iff some r of lb puts p + r within the memory limit where no k
+// has k.memory <= and k.time <.
 bool survives(const std::vector<to::detail::candidate>& k, const std::vector<to::detail::candidate>& lb,
-              std::int64_t t, std::int64_t m) {
+              std::int64_t t, std::int64_t m, std::int64_t limit = std::numeric_limits<std::int64_t>::max()) {
   for (auto& r : lb) {
+    if (m + r.memory > limit) continue;
     bool beaten = false;
     for (auto& x : k) beaten = beaten || (x.memory <= m + r.memory && x.time < t + r.time);
     if (!beaten) return true;
@@ -71,7 +73,11 @@ TEST_CASE("the branch-and-bound region and its erosion keep exactly what the def
     const std::int64_t step = 1 + std::int64_t(rng() % 6);
     const auto k = staircase(rng, 1 + rng() % 12, step), lb = staircase(rng, 1 + rng() % 6, step),
                u = staircase(rng, 1 + rng() % 4, step);
-    const auto f = to::detail::make_completion_filter(k, lb);
+    // no memory limit, or one anywhere from below K's least memory to past its most
+    const std::int64_t limit = it % 3 == 0 ? std::numeric_limits<std::int64_t>::max()
+                                           : std::int64_t(rng() % std::uint64_t(k.back().memory + 8 * step));
+    CAPTURE(limit);
+    const auto f = to::detail::make_completion_filter(k, lb, limit);
     const auto eroded = to::detail::erode(f, u);
     // lb (+) u, every sum (the region depends only on its minimal points)
     std::vector<to::detail::candidate> lbu;
@@ -79,8 +85,8 @@ TEST_CASE("the branch-and-bound region and its erosion keep exactly what the def
       for (auto& b : u) lbu.push_back({a.time + b.time, a.memory + b.memory, -1, -1});
     for (int q = 0; q < 300; ++q) {
       const std::int64_t t = std::int64_t(rng() % std::uint64_t(50 * step)), m = std::int64_t(rng() % std::uint64_t(20 * step));
-      CHECK(f.keeps(t, m) == survives(k, lb, t, m));
-      CHECK(eroded.keeps(t, m) == survives(k, lbu, t, m));
+      CHECK(f.keeps(t, m) == survives(k, lb, t, m, limit));
+      CHECK(eroded.keeps(t, m) == survives(k, lbu, t, m, limit));
     }
   }
   // no known strategies: nothing is dropped

@@ -207,7 +207,7 @@ inline frontier_result solve_repeated_exact(const problem& p, const repeated_blo
   // region[j]: j middle layers still to come after the step that uses it (the fold's step i
   // uses region[M - i], so j < M)
   std::vector<detail::completion_filter> region(M);
-  region[0] = detail::make_completion_filter(known, zu);
+  region[0] = detail::make_completion_filter(known, zu, o.memory_limit);
   for (std::size_t j = 1; j < M; ++j) region[j] = detail::erode(region[j - 1], u);
   // per state d and j layers still to come, the least extra time a completion from d costs
   // over the state-free bound U^j (+) Zu (see the header): each cell T(c, e) lies at least
