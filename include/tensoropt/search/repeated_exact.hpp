@@ -54,6 +54,13 @@
 // fewer partial points). Measured on gpt3-1.3b (4 x V100-16GB, exact, every count, one
 // thread): the folds' points 52,631 -> 26,412, the union the same 17,450 costs.
 //
+// Before the regions and the fold, the other searches' points are tested against
+// A* (+) U^M (+) Zu (A* the staircase of every cell of A), a lower bound of every strategy
+// within the memory limit: where they lie at or below all of it, the search returns no point
+// (`skip_stage::after_tables`; detail/completion_bound.hpp's chain_sums_beaten, sound
+// whatever its pruning). On gpt3-1.3b (4 x V100-16GB, exact) this skips k = 64, whose fold
+// carried up to 14K partial points and returned none.
+//
 // Every returned point is a full per-node strategy (recovered through the fold's
 // provenance and the three inner searches' traces) whose cost re-computes exactly with
 // cost_of. Epsilon > 0 is not handled here: the call goes to `solve`.
