@@ -83,10 +83,23 @@ TEST_CASE("the branch-and-bound region and its erosion keep exactly what the def
     std::vector<to::detail::candidate> lbu;
     for (auto& a : lb)
       for (auto& b : u) lbu.push_back({a.time + b.time, a.memory + b.memory, -1, -1});
+    // corners below a memory dropped: the same answers at and above it, and after an
+    // erosion at and above it less u's least memory
+    auto cut = f;
+    const std::int64_t below = std::int64_t(rng() % std::uint64_t(20 * step));
+    cut.drop_below(below);
+    const auto cut_eroded = to::detail::erode(cut, u);
+    CHECK(cut.bound(below) == f.bound(below));
+    for (auto& c : f.corners)  // the bound at each corner's own memory, where a drop too many would show
+      if (c.memory >= below) CHECK(cut.bound(c.memory) == f.bound(c.memory));
+    for (auto& c : eroded.corners)
+      if (c.memory >= below - u.front().memory) CHECK(cut_eroded.bound(c.memory) == eroded.bound(c.memory));
     for (int q = 0; q < 300; ++q) {
       const std::int64_t t = std::int64_t(rng() % std::uint64_t(50 * step)), m = std::int64_t(rng() % std::uint64_t(20 * step));
       CHECK(f.keeps(t, m) == survives(k, lb, t, m, limit));
       CHECK(eroded.keeps(t, m) == survives(k, lbu, t, m, limit));
+      if (m >= below) CHECK(cut.keeps(t, m) == f.keeps(t, m));
+      if (m >= below - u.front().memory) CHECK(cut_eroded.keeps(t, m) == eroded.keeps(t, m));
     }
   }
   // no known strategies: nothing is dropped

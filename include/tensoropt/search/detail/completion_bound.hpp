@@ -67,6 +67,14 @@ struct completion_filter {
     return it == corners.end() ? free_time : std::max(free_time, it->time);
   }
   constexpr bool keeps(cost_t t, cost_t m) const { return t <= bound(m); }
+  /// Drops the corners below memory `m`: bound() at memories >= m is unchanged, and so are
+  /// those of every erosion of the region at memories >= m less the eroding staircase's
+  /// least memory (an eroded corner has at most the memory of the corner it comes from).
+  constexpr void drop_below(cost_t m) {
+    const auto it = std::lower_bound(corners.begin(), corners.end(), m,
+                                     [](const candidate& c, cost_t x) { return c.memory < x; });
+    corners.erase(corners.begin(), it);
+  }
   /// bound(m) for memories that never fall between calls (a merge in memory order): `at`
   /// (start at 0) walks the corners once instead of a binary search per call.
   constexpr cost_t bound_rising(cost_t m, std::size_t& at) const {
