@@ -392,11 +392,13 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
           bool beaten_now = false;
           if (opt.job_bounds && pos > 0) {
             std::vector<frontier::point> before;
+            bool all_in = false;  // with none published yet, only where every count before is in
             {
               std::lock_guard lock(mu);
               before = points_before(pos);
+              all_in = out_before(pos) == 0;
             }
-            beaten_now = !before.empty() && beaten_by(built->prob, before);
+            beaten_now = (all_in || !before.empty()) && beaten_by(built->prob, before);
           }
           known_exchange ex;
           if (opt.job_bounds)
