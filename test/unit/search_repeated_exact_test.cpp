@@ -182,7 +182,7 @@ TEST_CASE("a fold united with other searches' points: skipped after its tables o
     for (auto& q : theirs) want.push_back({q.time, q.memory}), got.push_back({q.time, q.memory});
     CHECK(pareto(got) == pareto(want));
     if (r.skipped) {
-      CHECK(r.note.rfind("skipped after its tables", 0) == 0);
+      CHECK(r.note.starts_with(to::skipped_after_tables));
       CHECK(r.points.empty());
       ++skipped;
     } else

@@ -414,7 +414,7 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
           part.frontier = beaten_now ? united_skip(skip_stage::before_tables)
                                      : solve_repeated_exact(built->prob, mc.block, so, ex, per_layer);
           if (part.frontier.skipped)
-            part.why = part.frontier.note.starts_with("skipped after its tables") ? beaten_layers : beaten;
+            part.why = part.frontier.note.starts_with(skipped_after_tables) ? beaten_layers : beaten;
           publish(pos, {});  // where the search made no K (nothing published yet): the counts after it go on
         } else {
           part.frontier = solve(built->prob, so, report);

@@ -71,6 +71,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 #include "repeated.hpp"
 #include "solve.hpp"
@@ -99,13 +100,16 @@ using known_exchange =
 /// told through the exchange), or after its tables (its own bound: each layer at its least).
 enum class skip_stage { before_tables, after_known, after_tables };
 
+/// How the note of a search skipped after its tables begins (`united_skip`).
+inline constexpr std::string_view skipped_after_tables = "skipped after its tables";
+
 /// The result of a search skipped because the points of the searches it is united with lie
 /// at or below every strategy of its problem (exact for the union; no point).
 inline frontier_result united_skip(skip_stage at = skip_stage::after_known) {
   frontier_result r;
   r.skipped = r.bounded = true;
   r.note = std::string(at == skip_stage::before_tables  ? "skipped before its tables"
-                       : at == skip_stage::after_tables ? "skipped after its tables"
+                       : at == skip_stage::after_tables ? skipped_after_tables
                                                         : "skipped") +
            ": the points of the searches it is united with lie at or below every strategy" +
            (at == skip_stage::after_tables ? " (a lower bound: the first layer's, each middle layer's and the last "
@@ -211,8 +215,6 @@ inline frontier_result solve_repeated_exact(const problem& p, const repeated_blo
     for (auto& c : a) unite(as, c);
     if (detail::chain_sums_beaten(as, u, M, zu, o.memory_limit, theirs)) return united_skip(skip_stage::after_tables);
   }
-  // region[j]: j middle layers still to come after the step that uses it (the fold's step i
-  // uses region[M - i], so j < M)
   // The fold's points after i layers hold at least A's least memory and i of U's, so the
   // step that uses region[j] asks it at no less memory than that (j = M - i): the corners
   // below it are dropped before the next erosion, whose corners then lie below the next
@@ -221,6 +223,8 @@ inline frontier_result solve_repeated_exact(const problem& p, const repeated_blo
   for (auto& c : a)
     for (auto& q : c) a_least = std::min(a_least, q.memory);
   const cost_t u_least = u.empty() ? 0 : u.front().memory;
+  // region[j]: j middle layers still to come after the step that uses it (the fold's step i
+  // uses region[M - i], so j < M)
   std::vector<detail::completion_filter> region(M);
   region[0] = detail::make_completion_filter(known, zu, o.memory_limit);
   for (std::size_t j = 0; j < M; ++j) {
