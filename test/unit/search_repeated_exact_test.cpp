@@ -154,7 +154,7 @@ TEST_CASE("the chain sums' test: true only where the points lie at or below ever
 
 TEST_CASE("a fold united with other searches' points: skipped after its tables only where they beat it") {
   std::mt19937_64 rng(21);
-  int skipped = 0, searched = 0;
+  int skipped = 0, searched = 0, skipped_early = 0;
   for (int it = 0; it < 150 / rand_problem::brute_force_share; ++it) {
     const int pre = int(rng() % 2), suf = int(rng() % 2), m = 1 + int(rng() % 3), L = 3 + int(rng() % 3);
     const auto g = rand_problem::random_repeated(rng, pre, L, m, suf, 3, it % 2 == 1);
@@ -187,9 +187,30 @@ TEST_CASE("a fold united with other searches' points: skipped after its tables o
       ++skipped;
     } else
       ++searched;
+    // the points known before fast mode's (a part of theirs, or all, or none): the same
+    // result, and where they skip the search the exchange is never asked
+    std::vector<to::frontier::point> part;
+    const int share = int(rng() % 3);  // none, about half, all
+    for (auto& q : theirs)
+      if (share == 2 || (share == 1 && rng() % 2 == 0)) part.push_back(q);
+    int asked = 0;
+    const to::known_exchange counted = [&](std::vector<to::frontier::point>) {
+      ++asked;
+      return std::optional(theirs);
+    };
+    const auto early = to::solve_repeated_exact(g.p, g.rb, {}, counted, {}, [&] { return part; });
+    CHECK(early.skipped == r.skipped);
+    CHECK(costs(early) == costs(r));
+    if (early.skipped) CHECK(early.note.starts_with(to::skipped_after_tables));
+    if (asked == 0) {
+      CHECK(early.skipped);
+      ++skipped_early;
+    }
+    if (share == 2) CHECK(asked == 0 + !r.skipped);  // all of them known: the exchange only where they do not skip
   }
   CHECK(skipped > 5);
   CHECK(searched > 5);
+  CHECK(skipped_early > 2);
 }
 
 TEST_CASE("the exact chain fold of repeated blocks equals brute force, layout changes included") {

@@ -411,8 +411,16 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
             };
           std::function<void(const search_progress&)> per_layer;
           if (opt.progress) per_layer = report_as("a per-layer solve, ");
+          // once its tables are made, the search tests the points published so far (a part of
+          // what the exchange returns) before it makes its fast-mode points
+          std::function<std::vector<frontier::point>()> so_far;
+          if (opt.job_bounds && pos > 0)
+            so_far = [&, pos] {
+              std::lock_guard lock(mu);
+              return points_before(pos);
+            };
           part.frontier = beaten_now ? united_skip(skip_stage::before_tables)
-                                     : solve_repeated_exact(built->prob, mc.block, so, ex, per_layer);
+                                     : solve_repeated_exact(built->prob, mc.block, so, ex, per_layer, so_far);
           if (part.frontier.skipped)
             part.why = part.frontier.note.starts_with(skipped_after_tables) ? beaten_layers : beaten;
           publish(pos, {});  // where the search made no K (nothing published yet): the counts after it go on

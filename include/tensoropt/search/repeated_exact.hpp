@@ -59,7 +59,11 @@
 // within the memory limit: where they lie at or below all of it, the search returns no point
 // (`skip_stage::after_tables`; detail/completion_bound.hpp's chain_sums_beaten, sound
 // whatever its pruning). On gpt3-1.3b (4 x V100-16GB, exact) this skips k = 64, whose fold
-// carried up to 14K partial points and returned none.
+// carried up to 14K partial points and returned none. The test is made twice: once the
+// three tables are solved, before K, on the points the other searches have published so
+// far (`so_far`: a part of what the exchange returns, so a search it skips, the exchange's
+// points skip too; the tables come first so that K, 0.07 s of k = 64's 0.14 s, is not made
+// for a search skipped anyway), and after the exchange on all of them.
 //
 // Every returned point is a full per-node strategy (recovered through the fold's
 // provenance and the three inner searches' traces) whose cost re-computes exactly with
@@ -121,10 +125,14 @@ inline frontier_result united_skip(skip_stage at = skip_stage::after_known) {
 /// The exact frontier of `p`, whose identical layers `rb` are folded as the header says.
 /// Throws invalid_argument when `rb` cannot be split (see check_repeated), and as `solve`.
 /// `progress` (optional) is called after each elimination of the per-layer solves (A, Z,
-/// K's and T's tables), as solve's.
+/// K's and T's tables), as solve's. `so_far` (optional, with `exchange`): costs of real
+/// strategies of the searches it is united with that are known already, all of them among
+/// those the exchange will return; the search returns no point where they lie at or below
+/// every strategy of `p` (tested before K is made; see the header).
 inline frontier_result solve_repeated_exact(const problem& p, const repeated_block& rb, const solve_options& o = {},
                                             const known_exchange& exchange = {},
-                                            const std::function<void(const search_progress&)>& progress = {}) {
+                                            const std::function<void(const search_progress&)>& progress = {},
+                                            const std::function<std::vector<frontier::point>()>& so_far = {}) {
   if (o.epsilon > 0) return solve(p, o);
   validate(p);
   const auto s = detail::split_repeated(p, rb);
@@ -140,36 +148,9 @@ inline frontier_result solve_repeated_exact(const problem& p, const repeated_blo
                       }) && std::all_of(p.edges.begin(), p.edges.end(), [](const problem_edge& e) {
                         return std::all_of(e.time.begin(), e.time.end(), [](cost_t t) { return t == 0; });
                       });
-  // A and Z solved exactly (K takes them from here), T (every input and output layout) after
-  // the exchange below, which may skip the search
+  // A and Z solved exactly (K takes them from here), and T (every input and output layout)
   detail::repeated_tables parts;
-  detail::solve_parts(p, rb, s, o, false, detail::part_a | detail::part_z, parts, progress);
-  std::vector<candidate> known;  // own points tagged -1, the other searches' 1
-  std::vector<frontier::point> theirs;
-  std::size_t others = 0;
-  bool known_fallback = false;
-  if (!single) {
-    solve_options ko = o;
-    ko.epsilon = known_epsilon;
-    repeated_bounds kb;
-    kb.tables_share = 0;  // exact tables, the whole epsilon on the powering (see the header)
-    kb.progress = progress;
-    const frontier_result fast = detail::solve_repeated_split(p, rb, s, ko, kb, &parts);
-    known_fallback = fast.width_fallback;
-    for (auto& q : fast.points) known.push_back({q.time, q.memory, -1, -1});
-    if (exchange) {
-      std::vector<frontier::point> mine;
-      for (auto& q : fast.points) mine.push_back({q.time, q.memory, -1});
-      auto got = exchange(std::move(mine));
-      if (!got) return united_skip();
-      theirs = std::move(*got);
-      for (auto& q : theirs) known.push_back({q.time, q.memory, 1, -1});
-    }
-    detail::pareto_filter(known);
-    for (auto& q : known) others += q.ta == 1;
-  }
-
-  detail::solve_parts(p, rb, s, o, false, detail::part_t, parts, progress);
+  detail::solve_parts(p, rb, s, o, false, detail::part_a | detail::part_z | detail::part_t, parts, progress);
   const auto& fa = parts.a;
   const auto& ft = parts.t;
   const auto& fz = parts.z;
@@ -199,22 +180,48 @@ inline frontier_result solve_repeated_exact(const problem& p, const repeated_blo
     for (std::size_t d = 0; d < fz.dims[0]; ++d)
       if (std::find(fz.configs[0][d].begin(), fz.configs[0][d].end(), int(b)) != fz.configs[0][d].end()) z[g] = cell(fz, d);
   }
-  // the lower staircases: U (every cell of T), Zu (every cell of Z); regions for LB_i = U^(M-i) (+) Zu
-  std::vector<candidate> u, zu;
+  // the lower staircases: U (every cell of T), Zu (every cell of Z), A* (every cell of A)
+  std::vector<candidate> u, zu, as;
   for (std::size_t x = 0; x < ft.cells(); ++x) unite(u, cell(ft, x));
   for (auto& c : z) unite(zu, c);
+  for (auto& c : a) unite(as, c);
   for (auto* v : {&u, &zu})
     for (auto& c : *v) c.ta = c.tb = -1;
-  // The other searches' points may lie at or below A* (+) U^M (+) Zu (A* the staircase of
-  // every cell of A): a lower bound of every strategy, each layer at its least whatever the
-  // layouts between them. Then no strategy of p is on the union's frontier and the regions
-  // and the fold are not made (gpt3-1.3b on 4 x V100-16GB, k = 64: the fold returned no
-  // point after 0.24 s of regions and fold; this test takes 0.02 s).
-  if (!theirs.empty()) {
-    std::vector<candidate> as;
-    for (auto& c : a) unite(as, c);
-    if (detail::chain_sums_beaten(as, u, M, zu, o.memory_limit, theirs)) return united_skip(skip_stage::after_tables);
+  // The other searches' points may lie at or below A* (+) U^M (+) Zu: a lower bound of every
+  // strategy, each layer at its least whatever the layouts between them. Then no strategy of
+  // p is on the union's frontier and K, the regions and the fold are not made (gpt3-1.3b on
+  // 4 x V100-16GB, k = 64: the fold returned no point after 0.24 s of regions and fold; this
+  // test takes 0.02 s). First on the points known so far, then on all of them (below).
+  auto beaten = [&](const std::vector<frontier::point>& by) {
+    return !by.empty() && detail::chain_sums_beaten(as, u, M, zu, o.memory_limit, by);
+  };
+  if (exchange && so_far && beaten(so_far())) return united_skip(skip_stage::after_tables);
+  std::vector<candidate> known;  // own points tagged -1, the other searches' 1
+  std::vector<frontier::point> theirs;
+  std::size_t others = 0;
+  bool known_fallback = false;
+  if (!single) {
+    solve_options ko = o;
+    ko.epsilon = known_epsilon;
+    repeated_bounds kb;
+    kb.tables_share = 0;  // exact tables, the whole epsilon on the powering (see the header)
+    kb.progress = progress;
+    const frontier_result fast = detail::solve_repeated_split(p, rb, s, ko, kb, &parts);
+    known_fallback = fast.width_fallback;
+    for (auto& q : fast.points) known.push_back({q.time, q.memory, -1, -1});
+    if (exchange) {
+      std::vector<frontier::point> mine;
+      for (auto& q : fast.points) mine.push_back({q.time, q.memory, -1});
+      auto got = exchange(std::move(mine));
+      if (!got) return united_skip();
+      theirs = std::move(*got);
+      for (auto& q : theirs) known.push_back({q.time, q.memory, 1, -1});
+    }
+    detail::pareto_filter(known);
+    for (auto& q : known) others += q.ta == 1;
   }
+
+  if (beaten(theirs)) return united_skip(skip_stage::after_tables);
   // The fold's points after i layers hold at least A's least memory and i of U's, so the
   // step that uses region[j] asks it at no less memory than that (j = M - i): the corners
   // below it are dropped before the next erosion, whose corners then lie below the next
