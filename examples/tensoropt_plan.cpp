@@ -570,7 +570,7 @@ int run(int argc, char** argv) {
               o.build.cost().stack().c_str());
   std::fflush(stdout);
   if (c.pipeline) return plan_with_stages(c, m, g, cl, o);
-  const auto pf = to::plan_frontier(g, cl, o);
+  auto pf = to::plan_frontier(g, cl, o);
   std::printf("frontier: %zu Pareto-optimal plans that fit %s, over %zu micro-batch count%s, in %.2f s%s\n\n",
               pf.points.size(), to::format_bytes(cl.gpu_spec.capacity).c_str(), pf.parts.size(),
               pf.parts.size() == 1 ? "" : "s", pf.search_seconds,
@@ -615,8 +615,10 @@ int run(int argc, char** argv) {
                "plan");
   }
   // every point the search returned (the table shows those not dominated under the runtime peak)
-  if (!c.frontier_json.empty())
+  if (!c.frontier_json.empty()) {
+    pf.label_searched();
     write_file(c.frontier_json, to::write_frontier_json(pf.searched.empty() ? pf.points : pf.searched), "frontier");
+  }
   if (!c.problem_json.empty()) {
     if (pf.parts.empty() || !pf.parts[0].built) throw to::infeasible("no problem to write: the search found no plan");
     const auto& built = *pf.parts[0].built;

@@ -96,6 +96,23 @@ void check_model(const char* name, int devices) {
     }
   if (!pf.empty())
     CHECK(pf.no_fit_message(to::bytes(1)).find(to::format_bytes(pf.least_memory()->memory())) != std::string::npos);
+  // attach_peaks on the additive frontier, on one thread and on three: the planner's points,
+  // labelled, and the union with its peaks in `searched`
+  for (const std::size_t threads : {std::size_t(1), std::size_t(3)}) {
+    CAPTURE(threads);
+    auto later = additive;
+    for (auto& q : later.points) q.labels.clear();
+    const auto f = to::attach_peaks(later, threads, s.po.solve.memory_limit);
+    CHECK(f.searched == additive.size());
+    REQUIRE(later.size() == pf.size());
+    for (std::size_t i = 0; i < pf.size(); ++i) {
+      CHECK(later.points[i].choice == pf.points[i].choice);
+      CHECK(later.points[i].peak == pf.points[i].peak);
+      CHECK(later.points[i].labels == pf.points[i].labels);
+    }
+    REQUIRE(later.searched.size() == additive.size());
+    for (std::size_t i = 0; i < additive.size(); ++i) CHECK(double(later.searched[i].peak) == std::ceil(peak[i]));
+  }
 }
 }  // namespace
 
@@ -214,7 +231,7 @@ TEST_CASE("a budget on the additive memory can overrun the runtime; the planner'
 
 TEST_CASE("the report shows the peak and the additive memory; the frontier file keeps the peak") {
   auto s = make<rt_test::gpt_of<16>>(4);
-  const auto pf = to::plan_frontier(s.g, s.cl, s.po);
+  auto pf = to::plan_frontier(s.g, s.cl, s.po);
   REQUIRE(!pf.empty());
   const auto r = to::make_report(pf, "gpt", pf.fastest());
   REQUIRE(r.points.size() == pf.size());
@@ -240,6 +257,21 @@ TEST_CASE("the report shows the peak and the additive memory; the frontier file 
     at = end + 1;
   }
   CHECK(rows >= 3);
+  // the union's points are labelled on demand (the kept points at once), each with its configs' labels
+  REQUIRE(pf.searched.size() > pf.points.size());
+  std::size_t unlabelled = 0;
+  for (auto& q : pf.searched) unlabelled += q.labels.empty();
+  CHECK(unlabelled > 0);
+  pf.label_searched();
+  for (auto& q : pf.searched) {
+    const to::built_problem* b = nullptr;
+    for (auto& part : pf.parts)
+      if (part.micro_batches == q.micro_batches) b = part.built.get();
+    REQUIRE(b != nullptr);
+    CHECK(q.labels == to::detail::config_labels(b->prob, q.choice));
+  }
+  for (std::size_t i = 0; i < pf.size(); ++i)
+    CHECK(pf.points[i].labels == to::detail::config_labels(pf.problem_of(i).prob, pf.points[i].choice));
   CHECK(to::read_frontier_json(to::write_frontier_json(pf.searched)) == pf.searched);  // sorted by memory, not peak
   const auto back = to::read_frontier_json(to::write_frontier_json(pf.points));
   REQUIRE(back.size() == pf.size());

@@ -318,8 +318,17 @@ TEST_CASE("planner results do not depend on the number of threads") {
       CHECK(one.points[i].memory == three.points[i].memory);
       CHECK(one.points[i].micro_batches == three.points[i].micro_batches);
       CHECK(one.points[i].choice == three.points[i].choice);
+      CHECK(one.points[i].peak == three.points[i].peak);
+      CHECK(one.points[i].labels == three.points[i].labels);
+      CHECK(!one.points[i].labels.empty());
     }
     CHECK(one.mode_notes == three.mode_notes);
+    CHECK(one.memory_note == three.memory_note);
+    REQUIRE(one.searched.size() == three.searched.size());
+    for (std::size_t i = 0; i < one.searched.size(); ++i) {
+      CHECK(one.searched[i].peak == three.searched[i].peak);
+      CHECK(one.searched[i].choice == three.searched[i].choice);
+    }
   }
 }
 

@@ -26,7 +26,8 @@
 //    that assumes sorted points stays correct; each point's `memory` stays its
 //    strategy's additive memory;
 //  - keeps every point the additive search returned, with its peak, in `searched`
-//    (what --frontier-json writes: the search's exact additive frontier);
+//    (what --frontier-json writes: the search's exact additive frontier; labelled by
+//    planned_frontier::label_searched, the kept points at once);
 //  - says how the frontier was computed (`describe`).
 //
 // Cost: one replay per point (linear in ops; each config's costs and sizes looked up), run on
@@ -38,7 +39,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -290,103 +290,123 @@ std::vector<bool> keep_under_peak(std::size_t n, PeakAt peak_at, cost_t limit, s
   return keep;
 }
 
-/// Sets every point's peak and drops the points of `pf` dominated under (peak, time)
-/// and those whose peak exceeds `limit` bytes (the device; see the file comment).
-/// `extra` (with their parts in `extra_part_of`) are further candidates, e.g. from
-/// bound_search_part; `searched` keeps only pf's own points. `threads` = 0: every core.
-/// `first` (optional): other work for the same threads, one piece per call until it
-/// returns false, taken before the replays (the planner's restriction checks and peak bound
-/// searches), so that `threads` threads run both and neither phase idles a core at its
-/// tail. `late` (optional), called once `first` is done: it adds further candidates as
-/// `extra` (e.g. what `first`'s searches found), replayed after the others.
-inline peak_filter attach_peaks(
-    planned_frontier& pf, std::size_t threads = 0, cost_t limit = max_problem_cost,
-    std::vector<frontier_point> extra = {}, std::vector<int> extra_part_of = {},
-    const std::function<bool()>& first = {},
-    const std::function<void(std::vector<frontier_point>&, std::vector<int>&)>& late = {}) {
-  peak_filter f;
-  f.searched = pf.points.size();
-  const std::size_t own = pf.points.size();
-  auto add_extra = [&] {  // candidates the additive search already holds are skipped
+/// The runtime-peak filter of the file comment in steps, for a caller that replays on
+/// threads of its own (the planner: its last searches and the replays share one pool, so
+/// no core waits for the other's last search before the replays begin). The candidates
+/// are pf's points (with pf.part_of) and those `add`ed; `run` replays the candidates not
+/// yet replayed and may be called by any number of threads at once; `add` and `finish`
+/// are called by one thread, with no `run` under way. What `finish` leaves in `pf` does
+/// not depend on the threads.
+class peak_attacher {
+ public:
+  explicit peak_attacher(planned_frontier& pf) : pf_(&pf), own_(pf.points.size()), replay_(pf.parts.size()) {
+    make_replayers(0);
+  }
+  /// Further candidates (e.g. from bound_search_part), with their parts; those the additive
+  /// search already holds (same count and strategy) are left out.
+  void add(std::vector<frontier_point> extra, const std::vector<int>& extra_part_of) {
+    detail::require(extra.size() == extra_part_of.size(), "peak_attacher::add: one part per candidate");
+    auto& pf = *pf_;
+    const std::size_t from = pf.points.size();
     for (std::size_t i = 0; i < extra.size(); ++i) {
       bool dup = false;
-      for (std::size_t j = 0; j < own && !dup; ++j)
+      for (std::size_t j = 0; j < own_ && !dup; ++j)
         dup = pf.points[j].micro_batches == extra[i].micro_batches && pf.points[j].choice == extra[i].choice;
       if (dup) continue;
       pf.points.push_back(std::move(extra[i]));
-      pf.part_of.push_back(extra_part_of.at(i));
+      pf.part_of.push_back(extra_part_of[i]);
     }
-    extra.clear();
-    extra_part_of.clear();
-  };
-  add_extra();
-  std::vector<double> peak;
-  std::vector<std::unique_ptr<peak_replayer>> replay(pf.parts.size());
-  const std::size_t hw = threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
-  // replays candidates from..n - 1 on the pool (each thread first runs `first` where given)
-  auto replay_from = [&](std::size_t from, const std::function<bool()>& before) {
+    make_replayers(from);
+    next_.store(std::min(next_.load(), from));
+  }
+  /// Replays every candidate not yet replayed (threads share the work: each takes the next).
+  void run() {
+    auto& pf = *pf_;
+    for (std::size_t i; (i = next_++) < peak_.size();)
+      peak_[i] = (*replay_[std::size_t(pf.part_of[i])])(pf.points[i].choice).peak();
+  }
+  /// Replays what is left on `threads` threads (0: every core), then sets every point's peak
+  /// and drops the points dominated under (peak, time) and those whose peak exceeds `limit`
+  /// bytes (the device): pf.points holds what is kept (without config labels: the caller
+  /// labels what it keeps), pf.searched the additive search's own points with their peaks.
+  peak_filter finish(cost_t limit, std::size_t threads) {
+    auto& pf = *pf_;
     const std::size_t n = pf.points.size();
-    peak.resize(n, 0.0);
-    for (std::size_t i = from; i < n; ++i) {
-      auto& r = replay.at(std::size_t(pf.part_of.at(i)));
+    if (next_.load() < n) {
+      const std::size_t hw = threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
+      std::vector<std::thread> pool;
+      for (std::size_t t = 1; t < std::min(hw, n - next_.load()); ++t) pool.emplace_back([this] { run(); });
+      run();
+      for (auto& t : pool) t.join();
+    }
+    peak_filter f;
+    f.searched = own_;
+    if (n == 0) return f;
+    f.ratio_lo = 1e300;
+    f.ratio_hi = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      // a peak never rounds below 1 byte, so 0 keeps meaning "not computed"
+      pf.points[i].peak = std::max<cost_t>(1, detail::checked_cost(std::ceil(peak_[i]), "the predicted peak"));
+      const double r = double(pf.points[i].peak) / double(std::max<cost_t>(1, pf.points[i].memory));
+      f.ratio_lo = std::min(f.ratio_lo, r);
+      f.ratio_hi = std::max(f.ratio_hi, r);
+    }
+    // walk from the fastest (time descending; of equal times the least peak last, so it is met first)
+    std::vector<std::size_t> order(n);
+    for (std::size_t i = 0; i < n; ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      const auto& x = pf.points[a];
+      const auto& y = pf.points[b];
+      return x.time != y.time ? x.time > y.time : x.peak > y.peak;
+    });
+    const auto kept = keep_under_peak(n, [&](std::size_t i) { return pf.points[order[i]].peak; }, limit, f.over);
+    std::vector<bool> keep(n, false);
+    for (std::size_t i = 0; i < n; ++i) keep[order[i]] = kept[i];
+    // the kept points copied, the union moved to `searched` (what --frontier-json writes)
+    std::vector<frontier_point> pts;
+    std::vector<int> part_of;
+    for (std::size_t i : order)
+      if (keep[i]) {
+        if (i < own_) pts.push_back(pf.points[i]);
+        else pts.push_back(std::move(pf.points[i]));  // a point of the bound's search: not in the union
+        part_of.push_back(pf.part_of[i]);
+      }
+    f.dropped = n - pts.size();
+    pf.points.resize(own_);
+    pf.searched = std::move(pf.points);
+    pf.points = std::move(pts);
+    pf.part_of = std::move(part_of);
+    return f;
+  }
+
+ private:
+  void make_replayers(std::size_t from) {
+    auto& pf = *pf_;
+    for (std::size_t i = from; i < pf.points.size(); ++i) {
+      auto& r = replay_.at(std::size_t(pf.part_of.at(i)));
       if (!r) r = std::make_unique<peak_replayer>(pf.problem_of(i));
     }
-    std::atomic<std::size_t> next{from};
-    auto work = [&] {
-      if (before)
-        while (before()) {
-        }
-      for (std::size_t i; (i = next++) < n;) peak[i] = (*replay[std::size_t(pf.part_of[i])])(pf.points[i].choice).peak();
-    };
-    std::vector<std::thread> pool;
-    for (std::size_t t = 1; t < (before ? hw : std::min(hw, n - from)); ++t) pool.emplace_back(work);
-    work();
-    for (auto& t : pool) t.join();
-  };
-  if (!pf.points.empty() || first) replay_from(0, first);
-  if (late) {
-    const std::size_t from = pf.points.size();
-    late(extra, extra_part_of);
-    add_extra();
-    if (pf.points.size() > from) replay_from(from, {});
+    peak_.resize(pf.points.size(), 0.0);
   }
-  const std::size_t n = pf.points.size();
-  if (n == 0) return f;
-  f.ratio_lo = 1e300;
-  f.ratio_hi = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    // a peak never rounds below 1 byte, so 0 keeps meaning "not computed"
-    pf.points[i].peak = std::max<cost_t>(1, detail::checked_cost(std::ceil(peak[i]), "the predicted peak"));
-    const double r = double(pf.points[i].peak) / double(std::max<cost_t>(1, pf.points[i].memory));
-    f.ratio_lo = std::min(f.ratio_lo, r);
-    f.ratio_hi = std::max(f.ratio_hi, r);
-  }
-  // walk from the fastest (time descending; of equal times the least peak last, so it is met first)
-  std::vector<std::size_t> order(n);
-  for (std::size_t i = 0; i < n; ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    const auto& x = pf.points[a];
-    const auto& y = pf.points[b];
-    return x.time != y.time ? x.time > y.time : x.peak > y.peak;
-  });
-  const auto kept = keep_under_peak(n, [&](std::size_t i) { return pf.points[order[i]].peak; }, limit, f.over);
-  std::vector<bool> keep(n, false);
-  for (std::size_t i = 0; i < n; ++i) keep[order[i]] = kept[i];
-  // the kept points copied, the union moved to `searched` (what --frontier-json writes):
-  // copying the union instead cost 0.1 s on gpt3-1.3b's 17,450 points with their labels
-  std::vector<frontier_point> pts;
-  std::vector<int> part_of;
-  for (std::size_t i : order)
-    if (keep[i]) {
-      if (i < own) pts.push_back(pf.points[i]);
-      else pts.push_back(std::move(pf.points[i]));  // a point of the bound's search: not in the union
-      if (i < pf.part_of.size()) part_of.push_back(pf.part_of[i]);
-    }
-  f.dropped = n - pts.size();
-  pf.points.resize(own);
-  pf.searched = std::move(pf.points);
-  pf.points = std::move(pts);
-  pf.part_of = std::move(part_of);
+  planned_frontier* pf_;
+  std::size_t own_;  // the additive search's points (the first own_ candidates)
+  std::vector<std::unique_ptr<peak_replayer>> replay_;  // per part, where a candidate needs it
+  std::vector<double> peak_;
+  std::atomic<std::size_t> next_{0};  // the next candidate to replay
+};
+
+/// Sets every point's peak and drops the points of `pf` dominated under (peak, time)
+/// and those whose peak exceeds `limit` bytes (the device; see the file comment), on
+/// `threads` threads (0: every core). `extra` (with their parts in `extra_part_of`) are
+/// further candidates, e.g. from bound_search_part; `searched` keeps only pf's own points.
+/// The points kept are labelled (each node's config label). peak_attacher does the same in
+/// steps, for a caller with threads of its own.
+inline peak_filter attach_peaks(planned_frontier& pf, std::size_t threads = 0, cost_t limit = max_problem_cost,
+                                std::vector<frontier_point> extra = {}, const std::vector<int>& extra_part_of = {}) {
+  peak_attacher pa(pf);
+  pa.add(std::move(extra), extra_part_of);
+  auto f = pa.finish(limit, threads);
+  pf.label_points(threads);
   return f;
 }
 

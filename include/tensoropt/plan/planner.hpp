@@ -214,6 +214,7 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
     return points_before(pos);
   };
   std::atomic<std::size_t> next{0};
+  std::atomic<std::size_t> next_check{0};  // the tail's next restriction check
   std::size_t done = 0;
   std::exception_ptr failure;
   const std::size_t started = std::min(2 * hw, std::max<std::size_t>(ks.size(), 1));
@@ -235,7 +236,7 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
   // end instead of delaying the counts after them (gpt3-1.3b, 4 x V100-16GB, exact, two
   // threads: k = 1024's took 0.25 s right after its search, and the counts behind it started
   // that much later). Once every count is done, those still waiting run beside the peak
-  // replays instead (attach_peaks' `first`), so no core idles while one thread searches
+  // replays instead (the tail below), so no core idles while one thread searches
   // (the same run: a core idled 0.2 s while k = 1024's ran after the last count). Each
   // keeps its count's problem until it has run.
   std::vector<std::size_t> bounds_to_search;
@@ -277,6 +278,87 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
       running.acquire();
       token_back give_back{running};
       run_bound(*idx);
+    }
+  };
+  // The tail, once every count is done: the union of the counts' frontiers (made once, by
+  // the first thread there), then on every thread (one token each) fast mode's restriction
+  // checks, the peak bound's searches still waiting and the union's peak replays. A thread
+  // whose last count or bound search ends early starts it while the others finish theirs
+  // (gpt3-1.3b, 4 x V100-16GB, exact, two threads: one core idled 0.09 s while the other
+  // ended k = 1024's bound search, before the replays began).
+  std::mutex union_mu;
+  bool union_made = false;
+  std::vector<std::size_t> to_check;
+  std::vector<frontier::point> returned;
+  std::optional<peak_attacher> peaks;
+  // one restriction check per call (fast mode is checked where it matters: on the counts
+  // that hold points of the final union; the others' problems are released already); false
+  // when none is left
+  auto check_one = [&] {
+    const std::size_t i = next_check++;
+    if (i >= to_check.size()) return false;
+    try {
+      auto& part = pf.parts[to_check[i]];
+      auto tc = std::chrono::steady_clock::now();
+      part.check = check_restriction(part.built->prob, part.frontier, opt.solve.memory_limit, returned,
+                                     part.block.instances.empty() ? nullptr : &part.block);
+      part.check_seconds = detail::seconds_since(tc);
+    } catch (...) {
+      std::lock_guard lock(mu);
+      if (!failure) failure = std::current_exception();
+      next_check = to_check.size();
+      return false;
+    }
+    return true;
+  };
+  auto make_union = [&] {
+    pf.points = merge_frontiers(std::move(entries));
+    entries.clear();
+    for (auto& e : pf.points)
+      for (std::size_t p = 0; p < pf.parts.size(); ++p)
+        if (pf.parts[p].micro_batches == e.micro_batches) pf.part_of.push_back(int(p));
+    if (opt.check_restriction) {
+      for (std::size_t p = 0; p < pf.parts.size(); ++p)
+        if (pf.parts[p].frontier.restricted && pf.parts[p].built) to_check.push_back(p);
+      // what the union returns (the searches bounded each other, so a part alone may lack
+      // points another covers)
+      for (auto& e : pf.points) returned.push_back({e.time, e.memory, -1});
+    }
+    if (opt.runtime_peak) peaks.emplace(pf);
+  };
+  auto tail = [&] {
+    {
+      std::lock_guard lock(mu);
+      if (failure) return;
+    }
+    try {
+      std::lock_guard lock(union_mu);
+      if (!union_made) make_union();
+      union_made = true;
+    } catch (...) {
+      std::lock_guard lock(mu);
+      if (!failure) failure = std::current_exception();
+      return;
+    }
+    running.acquire();
+    token_back give_back{running};
+    while (check_one()) {
+    }
+    if (!opt.runtime_peak) return;
+    for (;;) {  // the bound searches still waiting, then the replays
+      std::optional<std::size_t> idx;
+      {
+        std::lock_guard lock(mu);
+        if (!failure) idx = take_bound();
+      }
+      if (!idx) break;
+      run_bound(*idx);
+    }
+    try {
+      peaks->run();
+    } catch (...) {
+      std::lock_guard lock(mu);
+      if (!failure) failure = std::current_exception();
     }
   };
   auto work = [&] {
@@ -483,6 +565,7 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
       }
     }
     search_bounds();
+    tail();
   };
   auto run_pool = [&](auto&& fn, std::size_t threads) {  // fn on `threads` threads (this one included)
     std::vector<std::thread> pool;
@@ -492,86 +575,31 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
     if (failure) std::rethrow_exception(failure);
   };
   run_pool(work, started);
-  pf.points = merge_frontiers(std::move(entries));
-  entries.clear();
-  for (auto& e : pf.points)
-    for (std::size_t p = 0; p < pf.parts.size(); ++p)
-      if (pf.parts[p].micro_batches == e.micro_batches) pf.part_of.push_back(int(p));
-  // each point's config labels, on every thread (a string per op and point: 5.1M for
-  // gpt3-1.3b's 17,450 union points, 0.1 s on one)
-  next = 0;
-  run_pool([&] {
-    for (std::size_t i; (i = next++) < pf.points.size();) {
-      pf.points[i].labels = detail::config_labels(pf.parts[std::size_t(pf.part_of[i])].built->prob, pf.points[i].choice);
-    }
-  }, std::min(hw, std::max<std::size_t>(1, pf.points.size() / 1024)));
-  // Fast mode's restriction is checked where it matters: on the micro-batch counts that
-  // hold points of the final union (the others' problems are released already). The
-  // checks and the peak replays share one pool of `hw` threads (checks first), so neither
-  // phase idles a core at its tail; both only read the parts' problems.
-  std::vector<std::size_t> to_check;
-  std::vector<frontier::point> returned;
-  std::function<bool()> check_one;  // one check per call; false when none is left
-  if (opt.check_restriction) {
-    for (std::size_t p = 0; p < pf.parts.size(); ++p)
-      if (pf.parts[p].frontier.restricted && pf.parts[p].built) to_check.push_back(p);
-    // what the union returns (the searches bounded each other, so a part alone may lack
-    // points another covers)
-    for (auto& e : pf.points) returned.push_back({e.time, e.memory, -1});
-    next = 0;
-    check_one = [&] {
-      const std::size_t i = next++;
-      if (i >= to_check.size()) return false;
-      try {
-        auto& part = pf.parts[to_check[i]];
-        auto tc = std::chrono::steady_clock::now();
-        part.check = check_restriction(part.built->prob, part.frontier, opt.solve.memory_limit, returned,
-                                       part.block.instances.empty() ? nullptr : &part.block);
-        part.check_seconds = detail::seconds_since(tc);
-      } catch (...) {
-        std::lock_guard lock(mu);
-        if (!failure) failure = std::current_exception();
-        next = to_check.size();
-        return false;
-      }
-      return true;
-    };
-  }
   if (opt.runtime_peak) {
-    // before the replays, on the same threads: the restriction checks, then the peak bound's
-    // searches still waiting; their plans join the candidates after the union's replays
-    auto first = [&] {
-      if (check_one && check_one()) return true;
-      std::optional<std::size_t> idx;
-      {
-        std::lock_guard lock(mu);
-        if (!failure) idx = take_bound();
-      }
-      if (idx) run_bound(*idx);
-      return idx.has_value();
-    };
+    // the peak bound's plans join the candidates after the union's replays
     bound_search_note bn;
     bn.parts = pf.parts.size();
-    auto late = [&](std::vector<frontier_point>& extra, std::vector<int>& extra_part) {
-      for (std::size_t p = 0; p < pf.parts.size(); ++p) {
-        bn.searched += bound_notes[p].searched;
-        bn.solved += bound_notes[p].solved;
-        bn.candidates += bound_notes[p].candidates;
-        bn.epsilon = std::max(bn.epsilon, bound_notes[p].epsilon);
-        for (auto& q : bound_found[p]) {
-          extra.push_back(std::move(q));
-          extra_part.push_back(int(p));
-        }
+    std::vector<frontier_point> extra;
+    std::vector<int> extra_part;
+    for (std::size_t p = 0; p < pf.parts.size(); ++p) {
+      bn.searched += bound_notes[p].searched;
+      bn.solved += bound_notes[p].solved;
+      bn.candidates += bound_notes[p].candidates;
+      bn.epsilon = std::max(bn.epsilon, bound_notes[p].epsilon);
+      for (auto& q : bound_found[p]) {
+        extra.push_back(std::move(q));
+        extra_part.push_back(int(p));
       }
-    };
-    auto f = attach_peaks(pf, hw, opt.solve.memory_limit, {}, {}, first, late);
+    }
+    peaks->add(std::move(extra), extra_part);
+    auto f = peaks->finish(opt.solve.memory_limit, hw);
     f.bound = bn;
     pf.memory_note = f.describe();
-    if (failure) std::rethrow_exception(failure);
-  } else {
+  } else
     pf.memory_note = "the additive memory the search optimized (not the runtime peak)";
-    if (check_one) run_pool([&] { while (check_one()) {} }, std::min(hw, to_check.size()));
-  }
+  // each kept point's config labels, on every thread (a string per op and point; the union's
+  // other points, in pf.searched, get theirs from label_searched)
+  pf.label_points(hw);
   for (auto& part : pf.parts) {
     pf.exact = pf.exact && part.frontier.exact;
     pf.restricted = pf.restricted || part.frontier.restricted;
