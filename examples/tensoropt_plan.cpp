@@ -616,7 +616,7 @@ int run(int argc, char** argv) {
   }
   // every point the search returned (the table shows those not dominated under the runtime peak)
   if (!c.frontier_json.empty()) {
-    pf.label_searched();
+    to::complete_searched(pf);
     write_file(c.frontier_json, to::write_frontier_json(pf.searched.empty() ? pf.points : pf.searched), "frontier");
   }
   if (!c.problem_json.empty()) {

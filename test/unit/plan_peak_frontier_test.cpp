@@ -33,6 +33,13 @@ setup make(int devices) {
   return s;
 }
 
+/// The op configs of the plan `choice` of problem `b`.
+std::vector<to::op_config> configs_of(const to::built_problem& b, const std::vector<int>& choice) {
+  std::vector<to::op_config> c;
+  for (std::size_t v = 0; v < choice.size(); ++v) c.push_back(b.configs[v][std::size_t(choice[v])]);
+  return c;
+}
+
 /// The fastest point of `pts` whose peak (replayed from `additive`'s problems) fits `budget`.
 std::optional<to::cost_t> fastest_time_within(const to::planned_frontier& additive, const std::vector<double>& peak,
                                               double budget) {
@@ -111,6 +118,9 @@ void check_model(const char* name, int devices) {
       CHECK(later.points[i].labels == pf.points[i].labels);
     }
     REQUIRE(later.searched.size() == additive.size());
+    for (std::size_t i = 0; i < additive.size(); ++i)  // 0 where the replay stopped early, dominated
+      CHECK((later.searched[i].peak == 0 || double(later.searched[i].peak) == std::ceil(peak[i])));
+    to::complete_searched(later, threads);
     for (std::size_t i = 0; i < additive.size(); ++i) CHECK(double(later.searched[i].peak) == std::ceil(peak[i]));
   }
 }
@@ -262,13 +272,18 @@ TEST_CASE("the report shows the peak and the additive memory; the frontier file 
   std::size_t unlabelled = 0;
   for (auto& q : pf.searched) unlabelled += q.labels.empty();
   CHECK(unlabelled > 0);
-  pf.label_searched();
+  // the union's dominated points whose replays stopped have no peak until complete_searched
+  std::size_t no_peak = 0;
+  for (auto& q : pf.searched) no_peak += q.peak == 0;
+  CHECK(no_peak > 0);
+  to::complete_searched(pf, 2);
   for (auto& q : pf.searched) {
     const to::built_problem* b = nullptr;
     for (auto& part : pf.parts)
       if (part.micro_batches == q.micro_batches) b = part.built.get();
     REQUIRE(b != nullptr);
     CHECK(q.labels == to::detail::config_labels(b->prob, q.choice));
+    CHECK(double(q.peak) == std::ceil(to::predicted_peak(b->graph, configs_of(*b, q.choice), b->cl, b->options).peak()));
   }
   for (std::size_t i = 0; i < pf.size(); ++i)
     CHECK(pf.points[i].labels == to::detail::config_labels(pf.problem_of(i).prob, pf.points[i].choice));
@@ -297,7 +312,7 @@ void check_replayer(const char* name, int devices) {
   const auto pf = to::plan_frontier(s.g, s.cl, s.po);
   INFO(name << " on " << devices << " devices");
   REQUIRE(pf.size() >= 2);
-  std::size_t compared = 0;
+  std::size_t compared = 0, stopped = 0;
   std::vector<std::unique_ptr<to::peak_replayer>> replayers(pf.parts.size()), plain(pf.parts.size());
   for (std::size_t i = 0; i < pf.size(); ++i) {
     const auto& b = pf.problem_of(i);
@@ -328,11 +343,31 @@ void check_replayer(const char* name, int devices) {
         CHECK(got.fwd == want.fwd);
         CHECK(got.bwd == want.bwd);
         CHECK(got.update == want.update);
+        CHECK(!got.cut);
       }
+      // stopped at a value the peak reaches: at the first site holding that much; at a
+      // value above the peak: the whole replay
+      const double most = want.peak();
+      for (const double frac : {0.25, 0.9, 1.0}) {
+        const double stop = frac * most;
+        const auto got = replay(choice, [&] { return stop; });
+        REQUIRE(got.cut);
+        CHECK(got.ordered >= stop);
+        CHECK(got.ordered <= most);
+        if (got.op >= 0 && !got.backward) {  // the sites replayed hold less than the stop, but the last
+          CHECK(got.fwd[std::size_t(got.op)] == got.ordered);
+          for (std::size_t j = 0; j < std::size_t(got.op); ++j) CHECK(got.fwd[j] < stop);
+        }
+        ++stopped;
+      }
+      const auto whole = replay(choice, [&] { return most * 1.0001 + 1; });
+      CHECK(!whole.cut);
+      CHECK(whole.ordered == want.ordered);
       ++compared;
     }
   }
   CHECK(compared > pf.size());  // some mixed plans too
+  CHECK(stopped == 3 * compared);
 }
 }  // namespace
 

@@ -49,6 +49,7 @@
 // peak() on the runtime.
 #pragma once
 #include <algorithm>
+#include <limits>
 #include <span>
 #include <vector>
 #include "build_problem.hpp"
@@ -65,6 +66,10 @@ struct memory_peak {
   bool backward = false; ///< whether at its backward
   std::vector<double> fwd, bwd;  ///< the most held during each op's forward / backward
   double update = 0;             ///< the most held during the gradient sync and update
+  /// The replay stopped at the first site that held at least the `stop_at` it was given:
+  /// `ordered` is then what that site held, a lower bound of the peak (fwd and bwd hold the
+  /// sites replayed, `op` and `backward` name the last).
+  bool cut = false;
   constexpr double peak() const { return ordered; }
 };
 
@@ -183,16 +188,32 @@ struct peak_scratch {
   std::vector<saved_op> S;
 };
 
+/// A replay's stop (replay_peak's `stop_at`) that never comes.
+struct never_stop {
+  constexpr double operator()() const { return std::numeric_limits<double>::infinity(); }
+};
+
 /// The replay of the file comment for one plan. `v` gives what depends on the plan's
 /// configs: config(j), out_bytes(j), in_bytes(j, s), param_elements(j, s), param_layout(j,
 /// s), kernel_state(j) (cost_op's kernel_state) and input_flags(j, s) (bit 0: op j reads
 /// input s in its producer's layout, detail::same_split; bit 1: it keeps only the
 /// producer's shard, detail::kept_shard_ratio < 1); `kept` is the plan's additive memory.
-template <class Plan>
+/// The replay stops at the first site that holds at least `stop_at()` (memory_peak::cut;
+/// asked after each site, so a value that falls meanwhile is seen): a caller that only
+/// asks whether the peak reaches a value is told so sooner.
+template <class Plan, class StopAt = never_stop>
 constexpr memory_peak replay_peak(const op_graph& g, const peak_shape& sh, const Plan& v, const build_options& o,
-                                  double kept, peak_scratch& w) {
+                                  double kept, peak_scratch& w, StopAt&& stop_at = {}) {
   memory_peak m;
   m.kept = kept;
+  auto stop = [&](double held, int op, bool backward) {
+    m.ordered = held;
+    m.op = op;
+    m.backward = backward;
+    m.cut = true;
+    m.transient = m.ordered - m.kept;
+    return m;
+  };
   const cost_options co = o.cost();
   const precision& pr = co.prec;
   const std::size_t n = g.ops.size(), nt = g.tensors.size();
@@ -238,6 +259,7 @@ constexpr memory_peak replay_peak(const op_graph& g, const peak_shape& sh, const
   };
   R.most = R.current;
   const double persistent = R.current;
+  if (persistent >= stop_at()) return stop(persistent, -1, false);
 
   w.in_ids.assign(ins[n], -1);
   w.par_ids.assign(pars[n], -1);
@@ -269,6 +291,7 @@ constexpr memory_peak replay_peak(const op_graph& g, const peak_shape& sh, const
     if (op.kind == op_kind::input) {
       act[std::size_t(op.output.tensor)] = R.make(v.out_bytes(j));
       m.fwd[j] = R.most;
+      if (R.most >= stop_at()) return stop(R.most, int(j), false);
       continue;
     }
     auto& Sj = S[j];
@@ -305,6 +328,7 @@ constexpr memory_peak replay_peak(const op_graph& g, const peak_shape& sh, const
     }
     act[std::size_t(op.output.tensor)] = y;
     m.fwd[j] = R.most;
+    if (R.most >= stop_at()) return stop(R.most, int(j), false);
   }
   for (auto& a : act) R.drop(a);
 
@@ -370,6 +394,7 @@ constexpr memory_peak replay_peak(const op_graph& g, const peak_shape& sh, const
       R.drop(Sj.out);
       R.drop(dy);
       m.bwd[jj] = R.most;
+      if (R.most >= stop_at()) return stop(R.most, j, true);
       continue;
     }
     regather(j);
@@ -426,6 +451,7 @@ constexpr memory_peak replay_peak(const op_graph& g, const peak_shape& sh, const
     }
     for (auto& b : din) R.drop(b);
     m.bwd[jj] = R.most;
+    if (R.most >= stop_at()) return stop(R.most, j, true);
   }
   for (auto& b : grad) R.drop(b);
 

@@ -55,7 +55,7 @@ struct pipeline_peak_filter {
   bool replayed = false;     ///< false: over the work limit, peaks not computed
   std::size_t searched = 0;  ///< points the pipeline search returned
   std::size_t dropped = 0;   ///< dominated under (peak, time) or over the device
-  std::size_t over = 0;      ///< of those, peak above the memory limit
+  std::size_t over = 0;      ///< of those, the ones no faster plan kept dominates: peak above the memory limit
   double ratio_lo = 0, ratio_hi = 0;  ///< peak / additive memory over the searched points
   double work = 0;                    ///< ops x stage devices x points
   std::string describe() const {

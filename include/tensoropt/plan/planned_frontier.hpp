@@ -67,7 +67,9 @@ struct planned_frontier {
   /// an outside tool re-solving the problem finds the same points. Empty when no
   /// filter ran (then `points` is that union). Its points carry no config labels until
   /// label_searched() gives them (most of them are not plans of `points`: labelling
-  /// them all took 0.1 s of gpt3-1.3b's planning, a string per op and point).
+  /// them all took 0.1 s of gpt3-1.3b's planning, a string per op and point), and no
+  /// peak where their replay stopped early (dominated; complete_searched in
+  /// plan/peak_frontier.hpp gives both).
   std::vector<frontier_point> searched;
   std::vector<int> part_of;             ///< points[i] comes from parts[part_of[i]]
   std::vector<baseline_result> baselines;

@@ -324,7 +324,7 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
       // points another covers)
       for (auto& e : pf.points) returned.push_back({e.time, e.memory, -1});
     }
-    if (opt.runtime_peak) peaks.emplace(pf);
+    if (opt.runtime_peak) peaks.emplace(pf, opt.solve.memory_limit);
   };
   auto tail = [&] {
     {
@@ -592,7 +592,7 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
       }
     }
     peaks->add(std::move(extra), extra_part);
-    auto f = peaks->finish(opt.solve.memory_limit, hw);
+    auto f = peaks->finish(hw);
     f.bound = bn;
     pf.memory_note = f.describe();
   } else
