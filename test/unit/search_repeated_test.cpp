@@ -99,6 +99,12 @@ TEST_CASE("powered repeated blocks equal brute force under the one-layout restri
     CHECK(!r.exact);
     check_recost(g.p, r);
     CHECK(costs(r) == brute_force(g, true));
+    // costs only: the same costs, no strategies
+    to::repeated_bounds bare;
+    bare.costs_only = true;
+    const auto c = to::solve_repeated(g.p, g.rb, {}, bare);
+    CHECK(costs(c) == costs(r));
+    for (auto& q : c.points) CHECK(q.choice.empty());
     // the restriction never invents points: each is on or behind the exact frontier
     const auto exact = costs(to::solve(g.p));
     CHECK(exact == brute_force(g, false));

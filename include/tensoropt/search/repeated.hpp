@@ -147,6 +147,10 @@ struct repeated_bounds {
   /// progress callback), so that a caller can show a long search at work; an exception it
   /// throws ends the search.
   std::function<void(const search_progress&)> progress;
+  /// The caller needs the points' costs only (exact mode's K, search/repeated_exact.hpp):
+  /// the points come without strategies (empty `choice`), whose recovery through the
+  /// powering's tree and the per-layer solves' traces is not made.
+  bool costs_only = false;
 };
 
 namespace detail {
@@ -165,7 +169,7 @@ frontier_result solve_repeated_split(const problem& p, const repeated_block& rb,
 
 /// The frontier of `p` under the restriction of the header (one layout b at every boundary
 /// between the identical layers of `rb`), by binary powering. Every point re-costs
-/// exactly with cost_of. `restricted` is set in the result and `note` states the
+/// exactly with cost_of (its strategy left out under bounds.costs_only). `restricted` is set in the result and `note` states the
 /// restriction. Throws invalid_argument when `rb` cannot be powered (see check_repeated).
 inline frontier_result solve_repeated(const problem& p, const repeated_block& rb, const solve_options& o = {},
                                       const repeated_bounds& bounds = {}) {
@@ -535,6 +539,10 @@ inline frontier_result solve_repeated_split(const problem& p, const repeated_blo
            " boundary layouts, each composed by binary powering (" + std::to_string(hull_skipped) +
            " skipped by a convex lower bound before composing, " + std::to_string(skipped) + " more by bounds" +
            (bounds.exchange ? ", with " + std::to_string(outside) + " points of other searches" : std::string()) + ")";
+  if (bounds.costs_only) {
+    for (auto& x : all) r.points.push_back({x.time, x.memory, {}});
+    return r;
+  }
   std::vector<int> sub;
   for (auto& x : all) {
     const pick& pk = picks[std::size_t(x.ta)];

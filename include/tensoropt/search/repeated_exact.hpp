@@ -206,6 +206,7 @@ inline frontier_result solve_repeated_exact(const problem& p, const repeated_blo
     repeated_bounds kb;
     kb.tables_share = 0;  // exact tables, the whole epsilon on the powering (see the header)
     kb.progress = progress;
+    kb.costs_only = true;  // only K's costs are used
     const frontier_result fast = detail::solve_repeated_split(p, rb, s, ko, kb, &parts);
     known_fallback = fast.width_fallback;
     for (auto& q : fast.points) known.push_back({q.time, q.memory, -1, -1});
