@@ -313,7 +313,9 @@ std::vector<bool> keep_under_peak(std::size_t n, PeakAt peak_at, cost_t limit, s
 /// kept are those of the full replays (a dominated point changes nothing in the walk of
 /// keep_under_peak); which replays stop depends on the threads' timing, what is kept does
 /// not. On gpt3-1.3b (4 x V100-16GB, exact) 63 % of the candidates are dominated, their
-/// peak reached on average half-way through the replay's sites.
+/// peak reached on average half-way through the replay's sites: on one thread 11,035 of the
+/// 17,917 replays stop, and the planning took 2.02 -> 1.91 s (`plan_bench --only gpt3-1.3b
+/// --mode exact --threads 1`, the builds one after the other).
 class peak_attacher {
  public:
   peak_attacher(planned_frontier& pf, cost_t limit)
