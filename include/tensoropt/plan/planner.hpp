@@ -37,6 +37,10 @@
 // threads): 159 s wall / 178 s CPU -> 108 s / 202 s, the same 497 points; before, every
 // job waited for the others before its own first solve, so one core did nearly all of it.
 // (With the two-step skip test of search/detail/repeated_tables.hpp: 86 s / 146 s.)
+// Once every job is done, the same threads take the tail: the union (made once), fast
+// mode's restriction checks, the peak bound's searches still waiting and the union's peak
+// replays (plan/peak_frontier.hpp's peak_attacher), so no core waits for another's last
+// search; then the peak filter, and the config labels of the points kept.
 // Baselines (data parallelism, Megatron tensor parallelism of every legal degree with data
 // parallelism over the rest, and the single-objective optimum: the least time with no
 // memory limit, as OptCNN finds it) are costed on the same model and placed against the
@@ -598,7 +602,7 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
   } else
     pf.memory_note = "the additive memory the search optimized (not the runtime peak)";
   // each kept point's config labels, on every thread (a string per op and point; the union's
-  // other points, in pf.searched, get theirs from label_searched)
+  // other points, in pf.searched, get theirs from label_searched or complete_searched)
   pf.label_points(hw);
   for (auto& part : pf.parts) {
     pf.exact = pf.exact && part.frontier.exact;
