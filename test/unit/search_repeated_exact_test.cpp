@@ -188,7 +188,7 @@ TEST_CASE("a fold united with other searches' points: skipped after its tables o
     } else
       ++searched;
     // the points known before fast mode's (a part of theirs, or all, or none): the same
-    // result, and where they skip the search the exchange is never asked
+    // costs, and where they skip the search the exchange is never asked
     std::vector<to::frontier::point> part;
     const int share = int(rng() % 3);  // none, about half, all
     for (auto& q : theirs)
@@ -198,7 +198,10 @@ TEST_CASE("a fold united with other searches' points: skipped after its tables o
       ++asked;
       return std::optional(theirs);
     };
-    const auto early = to::solve_repeated_exact(g.p, g.rb, {}, counted, {}, [&] { return part; });
+    // and K's own search given all of them first (`before`)
+    const auto early = to::solve_repeated_exact(g.p, g.rb, {}, counted, {}, [&] { return part; },
+                                                [&] { return theirs; });
+    check_recost(g.p, early);
     CHECK(early.skipped == r.skipped);
     CHECK(costs(early) == costs(r));
     if (early.skipped) CHECK(early.note.starts_with(to::skipped_after_tables));

@@ -505,8 +505,10 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
               std::lock_guard lock(mu);
               return points_before(pos);
             };
+          std::function<std::vector<frontier::point>()> before;
+          if (opt.job_bounds && pos > 0) before = [&, pos] { return published_before(pos); };
           part.frontier = beaten_now ? united_skip(skip_stage::before_tables)
-                                     : solve_repeated_exact(built->prob, mc.block, so, ex, per_layer, so_far);
+                                     : solve_repeated_exact(built->prob, mc.block, so, ex, per_layer, so_far, before);
           if (part.frontier.skipped)
             part.why = part.frontier.note.starts_with(skipped_after_tables) ? beaten_layers : beaten;
           publish(pos, {});  // where the search made no K (nothing published yet): the counts after it go on
