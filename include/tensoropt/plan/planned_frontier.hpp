@@ -113,7 +113,7 @@ struct planned_frontier {
     std::atomic<std::size_t> next{0};
     auto work = [&] {
       for (std::size_t i; (i = next++) < points.size();)
-        if (points[i].labels.empty()) points[i].labels = labels_of(problem_of(i).prob, points[i].choice);
+        if (points[i].labels.empty()) points[i].labels = detail::config_labels(problem_of(i).prob, points[i].choice);
     };
     const std::size_t hw = threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
     std::vector<std::thread> pool;
@@ -132,7 +132,7 @@ struct planned_frontier {
         if (part.micro_batches == q.micro_batches && part.built) b = part.built.get();
       detail::require(b != nullptr, "planned frontier: no problem is kept for micro-batch count " +
                                         std::to_string(q.micro_batches) + " to label its points");
-      q.labels = labels_of(b->prob, q.choice);
+      q.labels = detail::config_labels(b->prob, q.choice);
     }
   }
   /// The op_config of every op under point `point`.
@@ -146,12 +146,6 @@ struct planned_frontier {
   std::string summary(std::size_t point) const { return summarize(problem_of(point).graph, op_configs(point)); }
 
  private:
-  static std::vector<std::string> labels_of(const problem& p, const std::vector<int>& choice) {
-    std::vector<std::string> out;
-    out.reserve(choice.size());
-    for (std::size_t i = 0; i < choice.size(); ++i) out.push_back(p.nodes[i].configs.at(std::size_t(choice[i])).label);
-    return out;
-  }
   std::optional<plan> wrap(std::optional<std::size_t> i) const {
     if (!i) return std::nullopt;
     return plan(*this, *i);

@@ -39,16 +39,6 @@
 
 namespace tensoropt {
 
-namespace detail {
-/// The label of each node's config under `choice` (a config index per node of `p`).
-inline std::vector<std::string> config_labels(const problem& p, const std::vector<int>& choice) {
-  std::vector<std::string> out;
-  out.reserve(choice.size());
-  for (std::size_t i = 0; i < choice.size(); ++i) out.push_back(p.nodes[i].configs.at(std::size_t(choice[i])).label);
-  return out;
-}
-}  // namespace detail
-
 /// The points of `r`, a frontier of problem `p` built for `micro_batches`
 /// micro-batches, with that count and each node's config label filled in.
 inline std::vector<frontier_point> label_points(const problem& p, const frontier_result& r,

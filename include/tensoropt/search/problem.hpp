@@ -100,4 +100,14 @@ constexpr strategy_cost cost_of(const problem& p, const std::vector<int>& choice
   return c;
 }
 
+namespace detail {
+/// The label of each node's config under `choice` (a config index per node of `p`).
+inline std::vector<std::string> config_labels(const problem& p, const std::vector<int>& choice) {
+  std::vector<std::string> out;
+  out.reserve(choice.size());
+  for (std::size_t i = 0; i < choice.size(); ++i) out.push_back(p.nodes[i].configs.at(std::size_t(choice[i])).label);
+  return out;
+}
+}  // namespace detail
+
 }  // namespace tensoropt

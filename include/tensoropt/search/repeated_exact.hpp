@@ -49,9 +49,9 @@
 // A caller that unites several such searches (the planner: one per micro-batch count)
 // may hand K on and add the costs of the other searches' real strategies to it
 // (`known_exchange`; with `before`, K's own search takes them too, and skips the layouts
-// and sums they cover: gpt3-1.3b, 4 x V100-16GB, exact, one thread, 1.91-1.96 -> 1.83-1.86 s,
-// two threads 1.03-1.06 -> 0.98-1.05 s in a slower hour, the same frontier files). A point of this problem strictly beaten by one of them is then
-// dropped, so the result is exact for the union, not for this problem alone; of
+// and sums they cover: gpt3-1.3b, 4 x V100-16GB, exact, one thread 1.91-1.96 -> 1.83-1.86
+// s, two threads 1.00-1.03 -> 0.97-1.03 s, six runs each, the same frontier files). A point
+// of this problem strictly beaten by one of them is then dropped, so the result is exact for the union, not for this problem alone; of
 // strategies with equal costs the fold may then keep another one (the search visits
 // fewer partial points). Measured on gpt3-1.3b (4 x V100-16GB, exact, every count, one
 // thread): the folds' points 52,631 -> 26,412, the union the same 17,450 costs.
@@ -236,17 +236,15 @@ inline frontier_result solve_repeated_exact(const problem& p, const repeated_blo
   // step that uses region[j] asks it at no less memory than that (j = M - i): the corners
   // below it are dropped before the next erosion, whose corners then lie below the next
   // step's least memory (gpt3-1.3b, 4 x V100-16GB, exact: 33-60 % of the corners per count).
-  cost_t a_least = std::numeric_limits<cost_t>::max();
-  for (auto& c : a)
-    for (auto& q : c) a_least = std::min(a_least, q.memory);
-  const cost_t u_least = u.empty() ? 0 : u.front().memory;
+  // the least memory of a middle layer and of Z: U's and Zu's first points (A's: A*'s)
+  const cost_t u_mem = u.empty() ? 0 : u.front().memory, z_mem = zu.empty() ? 0 : zu.front().memory;
   // region[j]: j middle layers still to come after the step that uses it (the fold's step i
   // uses region[M - i], so j < M)
   std::vector<detail::completion_filter> region(M);
   region[0] = detail::make_completion_filter(known, zu, o.memory_limit);
   for (std::size_t j = 0; j < M; ++j) {
     if (j > 0) region[j] = detail::erode(region[j - 1], u);
-    if (a_least != std::numeric_limits<cost_t>::max()) region[j].drop_below(a_least + cost_t(M - j) * u_least);
+    if (!as.empty()) region[j].drop_below(as.front().memory + cost_t(M - j) * u_mem);
   }
   // per state d and j layers still to come, the least extra time a completion from d costs
   // over the state-free bound U^j (+) Zu (see the header): each cell T(c, e) lies at least
@@ -284,8 +282,6 @@ inline frontier_result solve_repeated_exact(const problem& p, const repeated_blo
       for (auto& x : row)
         if (x == no_path) x = 0;
   }
-  // least memory still to come after i layers: (M - i) U's and Zu's
-  const cost_t u_mem = u.empty() ? 0 : u.front().memory, z_mem = zu.empty() ? 0 : zu.front().memory;
 
   // the fold, with provenance: step i, state d, point q came from (state c, point of F_{i-1}(c), point of T(c, d))
   std::vector<std::vector<std::vector<candidate>>> f(M + 1, std::vector<std::vector<candidate>>(G));
@@ -294,7 +290,7 @@ inline frontier_result solve_repeated_exact(const problem& p, const repeated_blo
   std::size_t carried = 0, held = 0;
   const std::size_t max_bytes = o.max_bytes ? o.max_bytes : detail::default_max_bytes();
   for (std::size_t i = 1; i <= M; ++i) {
-    const cost_t rest = cost_t(M - i) * u_mem + z_mem;
+    const cost_t rest = cost_t(M - i) * u_mem + z_mem;  // the least memory still to come
     const cost_t limit = o.memory_limit < rest ? -1 : o.memory_limit - rest;
     std::size_t here = 0;
     for (std::size_t d = 0; d < G; ++d) {
