@@ -304,7 +304,8 @@ namespace {
 /// problem's additive memory looked up, layout pairs remembered) against the plain replay,
 /// field by field, on every point and on plans mixing them: one replayer per micro-batch
 /// count, so later plans read pairs earlier ones remembered, each plan replayed twice, and
-/// a replayer without the pair table (max_pairs 0) alongside.
+/// a replayer without the pair table (max_pairs 0) alongside; given the additive memory
+/// (as the peak attacher gives each point's), the same replay.
 template <class M>
 void check_replayer(const char* name, int devices) {
   auto s = make<M>(devices);
@@ -345,6 +346,17 @@ void check_replayer(const char* name, int devices) {
         CHECK(got.update == want.update);
         CHECK(!got.cut);
       }
+      // the additive memory given (as the peak attacher passes each point's own): the same
+      // replay, that memory kept as given
+      const auto given = replay(choice, to::cost_t(want.kept) + 7);
+      CHECK(given.kept == want.kept + 7);
+      CHECK(given.ordered == want.ordered);
+      CHECK(given.transient == want.ordered - (want.kept + 7));
+      CHECK(given.fwd == want.fwd);
+      CHECK(given.bwd == want.bwd);
+      CHECK(!given.cut);
+      // what the attacher passes is exactly the replay's own additive memory
+      if (&choice == &plans.front()) CHECK(double(pf.points[i].memory) == want.kept);
       // stopped at a value the peak reaches: at the first site holding that much; at a
       // value above the peak: the whole replay
       const double most = want.peak();

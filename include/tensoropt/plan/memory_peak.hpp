@@ -194,10 +194,11 @@ struct never_stop {
 };
 
 /// The replay of the file comment for one plan. `v` gives what depends on the plan's
-/// configs: config(j), out_bytes(j), in_bytes(j, s), param_elements(j, s), param_layout(j,
-/// s), kernel_state(j) (cost_op's kernel_state) and input_flags(j, s) (bit 0: op j reads
-/// input s in its producer's layout, detail::same_split; bit 1: it keeps only the
-/// producer's shard, detail::kept_shard_ratio < 1); `kept` is the plan's additive memory.
+/// configs: config(j), recompute(j) (config(j).recompute), out_bytes(j), in_bytes(j, s),
+/// param_elements(j, s), param_layout(j, s), kernel_state(j) (cost_op's kernel_state) and
+/// input_flags(j, s) (bit 0: op j reads input s in its producer's layout,
+/// detail::same_split; bit 1: it keeps only the producer's shard, detail::kept_shard_ratio
+/// < 1); `kept` is the plan's additive memory.
 /// The replay stops at the first site that holds at least `stop_at()` (memory_peak::cut;
 /// asked after each site, so a value that falls meanwhile is seen): a caller that only
 /// asks whether the peak reaches a value is told so sooner.
@@ -222,7 +223,7 @@ constexpr memory_peak replay_peak(const op_graph& g, const peak_shape& sh, const
   auto producer = [&](int j, std::size_t s) { return sh.producer[ins[std::size_t(j)] + s]; };
   auto same_in = [&](int j, std::size_t s) { return (v.input_flags(std::size_t(j), s) & 1) != 0; };
   auto keeps_shard = [&](int j, std::size_t s) { return (v.input_flags(std::size_t(j), s) & 2) != 0; };
-  auto recompute = [&](int j) { return v.config(std::size_t(j)).recompute; };
+  auto recompute = [&](int j) { return v.recompute(std::size_t(j)); };
   auto segment_input = [&](int j, std::size_t s) {
     return sh.in_segment[ins[std::size_t(j)] + s] && recompute(j) && recompute(producer(j, s));
   };
@@ -505,6 +506,7 @@ struct listed_plan {
   constexpr const tensor_layout& param_layout(std::size_t j, std::size_t s) const {
     return sizes.param_layout[shape->pars[j] + s];
   }
+  constexpr bool recompute(std::size_t j) const { return (*configs)[j].recompute; }
   constexpr double kernel_state(std::size_t j) const { return state[j]; }
   constexpr unsigned char input_flags(std::size_t j, std::size_t s) const { return flags[shape->ins[j] + s]; }
 };
