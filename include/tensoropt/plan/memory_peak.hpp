@@ -101,10 +101,11 @@ struct buffer_replay {
 namespace detail {
 /// Each op's sizes under one config: its output's bytes in its layout, per input (ops in
 /// order, each op's inputs in order) its bytes in the op's layout, per parameter (the same
-/// order) its local elements and its layout. A replayer of many plans keeps them for every
+/// order) its local elements, its layout and the replicas its optimizer state is sharded
+/// over when the op is the parameter's first user (1: not sharded). A replayer of many plans keeps them for every
 /// config of every op (plan/peak_frontier.hpp) and looks them up.
 struct peak_sizes {
-  std::vector<double> out_bytes, in_bytes, param_elements;
+  std::vector<double> out_bytes, in_bytes, param_elements, param_shards;
   std::vector<tensor_layout> param_layout;
 };
 
@@ -120,6 +121,9 @@ constexpr void append_op_sizes(const op_graph& g, std::size_t j, const op_config
   for (auto& t : op.params) {
     in.param_elements.push_back(local_elements(g, op, t, c));
     in.param_layout.push_back(layout_of(op, t, g.tensors[std::size_t(t.tensor)].rank, c, mesh, false));
+    const auto& l = in.param_layout.back();
+    const std::int64_t r = std::int64_t(l.replicate[0]) * l.replicate[1];
+    in.param_shards.push_back(c.shard_optimizer && r > 1 && detail::shardable(g, t, c, r) ? double(r) : 1.0);
   }
 }
 
@@ -195,7 +199,7 @@ struct never_stop {
 
 /// The replay of the file comment for one plan. `v` gives what depends on the plan's
 /// configs: config(j), recompute(j) (config(j).recompute), out_bytes(j), in_bytes(j, s),
-/// param_elements(j, s), param_layout(j, s), kernel_state(j) (cost_op's kernel_state) and
+/// param_elements(j, s), param_layout(j, s), param_shards(j, s), kernel_state(j) (cost_op's kernel_state) and
 /// input_flags(j, s) (bit 0: op j reads input s in its producer's layout,
 /// detail::same_split; bit 1: it keeps only the producer's shard, detail::kept_shard_ratio
 /// < 1); `kept` is the plan's additive memory.
@@ -236,15 +240,12 @@ constexpr memory_peak replay_peak(const op_graph& g, const peak_shape& sh, const
   R.current = o.reserve.value;
   for (std::size_t j = 0; j < n; ++j) {
     const auto& op = g.ops[j];
-    const op_config& c = v.config(j);
     for (std::size_t s = 0; s < op.params.size(); ++s) {
       const auto t = std::size_t(op.params[s].tensor);
       if (sh.owner[t] != int(j) || sh.owner_slot[t] != int(s)) continue;
-      const auto& l = v.param_layout(j, s);
-      const std::int64_t r = std::int64_t(l.replicate[0]) * l.replicate[1];
       const double local = v.param_elements(j, s);
-      sharded[t] = c.shard_optimizer && r > 1 && detail::shardable(g, op.params[s], c, r);
-      const double shard = sharded[t] ? double(r) : 1.0;
+      const double shard = v.param_shards(j, s);
+      sharded[t] = shard > 1;
       R.current += local * pr.weight_bytes + local / shard * pr.optimizer_bytes;
       if (sharded[t]) R.current += local / shard * pr.grad_bytes;
     }
@@ -331,7 +332,8 @@ constexpr memory_peak replay_peak(const op_graph& g, const peak_shape& sh, const
     m.fwd[j] = R.most;
     if (R.most >= stop_at()) return stop(R.most, int(j), false);
   }
-  for (auto& a : act) R.drop(a);
+  for (auto& a : act)
+    if (a >= 0) R.drop(a);
 
   // backward
   auto regather = [&](int j) {
@@ -454,7 +456,8 @@ constexpr memory_peak replay_peak(const op_graph& g, const peak_shape& sh, const
     m.bwd[jj] = R.most;
     if (R.most >= stop_at()) return stop(R.most, j, true);
   }
-  for (auto& b : grad) R.drop(b);
+  for (auto& b : grad)
+    if (b >= 0) R.drop(b);
 
   // gradient sync and update: per parameter, the gradient in the optimizer's layout
   // (a new buffer, or the accumulator itself) plus, per other user, its
@@ -506,6 +509,7 @@ struct listed_plan {
   constexpr const tensor_layout& param_layout(std::size_t j, std::size_t s) const {
     return sizes.param_layout[shape->pars[j] + s];
   }
+  constexpr double param_shards(std::size_t j, std::size_t s) const { return sizes.param_shards[shape->pars[j] + s]; }
   constexpr bool recompute(std::size_t j) const { return (*configs)[j].recompute; }
   constexpr double kernel_state(std::size_t j) const { return state[j]; }
   constexpr unsigned char input_flags(std::size_t j, std::size_t s) const { return flags[shape->ins[j] + s]; }

@@ -77,11 +77,13 @@ inline memory_peak point_peak(const planned_frontier& pf, std::size_t i) {
 /// 4.14-4.18 s; the shape found once and the working arrays kept took the replays of its
 /// 17,917 candidates 0.68-0.69 -> 0.59-0.60 s (one thread, the replay loop timed), the
 /// whole planning 2.76-2.91 -> 2.72-2.78 s (one thread, the builds one after the other).
-/// Each node's entry (where its sizes are, its kernel state, whether it recomputes) is
-/// gathered once per replay instead of looked up through the config at every site, and
-/// the peak attacher passes each point's additive memory instead of re-costing it: the
-/// same 17,917 replays 0.58-0.60 -> 0.50-0.51 s (another machine, four runs each,
-/// alternating), the whole planning 1.20-1.31 -> 1.17-1.28 s on two threads (six runs).
+/// Each node's entry (where its sizes are, its kernel state, whether it recomputes, its
+/// layout) is gathered once per replay instead of looked up through the config at every
+/// site, and the peak attacher passes each point's additive memory instead of re-costing
+/// it: the same 17,917 replays 0.58-0.60 -> 0.50-0.51 s (another machine, four runs each,
+/// alternating), the whole planning 1.20-1.31 -> 1.17-1.28 s on two threads (six runs);
+/// with each parameter's optimizer-state sharding found once per config (peak_sizes'
+/// param_shards) instead of per replay, 0.50-0.51 -> 0.46-0.48 s.
 class peak_replayer {
  public:
   /// Most entries of the table of layout pairs (bytes) by default; a problem with more
@@ -140,25 +142,30 @@ class peak_replayer {
     thread_local detail::peak_scratch w;
     thread_local std::vector<unsigned char> flags;
     thread_local std::vector<start> at;
+    thread_local std::vector<std::uint32_t> lay;
     const auto& g = b_->graph;
+    const std::size_t n = choice.size();
     flags.clear();
-    at.resize(choice.size());
-    std::size_t k = 0;
-    for (std::size_t j = 0; j < choice.size(); ++j) {
+    at.resize(n);
+    lay.resize(n);
+    for (std::size_t j = 0; j < n; ++j) {
       at[j] = at_[j][std::size_t(choice[j])];
+      lay[j] = layout_[j][std::size_t(choice[j])];
+    }
+    std::size_t k = 0;
+    for (std::size_t j = 0; j < n; ++j)
       for (std::size_t s = 0; s < g.ops[j].inputs.size(); ++s, ++k) {
         const auto p = std::size_t(shape_.producer[k]);
-        const auto& cv = b_->configs[j][std::size_t(choice[j])];
-        const auto& cu = b_->configs[p][std::size_t(choice[p])];
         auto compute = [&] {
+          const auto& cv = b_->configs[j][std::size_t(choice[j])];
+          const auto& cu = b_->configs[p][std::size_t(choice[p])];
           const graph_edge ge{int(p), int(j), g.ops[j].inputs[s].tensor, int(s)};
           return (unsigned char)(4 | (detail::same_split(g, ge, cu, cv) ? 1 : 0) |
                                  (detail::kept_shard_ratio(g, ge, cu, cv) < 1 ? 2 : 0));
         };
         unsigned char v;
         if (pairs_) {  // bit 2: known
-          auto& e = pairs_[pair_at_[k] + layout_[p][std::size_t(choice[p])] * layouts_[j] +
-                           layout_[j][std::size_t(choice[j])]];
+          auto& e = pairs_[pair_at_[k] + lay[p] * layouts_[j] + lay[j]];
           v = e.load(std::memory_order_relaxed);
           if (v == 0) {
             v = compute();
@@ -168,7 +175,6 @@ class peak_replayer {
           v = compute();
         flags.push_back(v & 3);
       }
-    }
     const chosen_plan plan{this, choice.data(), flags.data(), at.data()};
     return detail::replay_peak(g, shape_, plan, b_->options, double(kept), w, stop_at);
   }
@@ -194,6 +200,7 @@ class peak_replayer {
     const tensor_layout& param_layout(std::size_t j, std::size_t s) const {
       return r->sizes_.param_layout[at(j).param + s];
     }
+    double param_shards(std::size_t j, std::size_t s) const { return r->sizes_.param_shards[at(j).param + s]; }
     bool recompute(std::size_t j) const { return at(j).recompute; }
     double kernel_state(std::size_t j) const { return at(j).state; }
     unsigned char input_flags(std::size_t j, std::size_t s) const { return flags[r->shape_.ins[j] + s]; }
