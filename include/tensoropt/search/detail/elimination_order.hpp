@@ -44,6 +44,10 @@
 // one takes 1.2 s. Orders scored only a few percent lower were measured slower, so the
 // margin is wide. Exact mode's frontiers keep their costs (any order is exact); under
 // epsilon a changed order prunes elsewhere, within the same bound.
+// A step of the program counts the factors over v alone (the only ones that weigh; a
+// factor over more nodes weighs nothing), counted once per node instead of found among
+// all factors at every step: the same orders, the 23 programs of gpt3-1.3b's exact
+// planning (4 x V100-16GB, one thread) 0.08-0.11 -> 0.05-0.07 s.
 #pragma once
 #include <algorithm>
 #include <bit>
@@ -88,8 +92,10 @@ struct exact_order {
   };
   std::size_t n = 0;
   const std::vector<std::size_t>* dom = nullptr;
-  std::vector<mask> adj, fmask;
-  std::vector<double> fweight;
+  std::vector<mask> adj;
+  // per node, its factors over it alone: the only ones a step weighs (a factor over more
+  // nodes weighs 0 and one over v alone never meets S, which v is not in)
+  std::vector<int> own;
   std::vector<int> free;
   mask early = 0;    // the nodes to eliminate that are not `late`
   mask classed = 0;  // the nodes with classes (eliminator::classes)
@@ -113,13 +119,13 @@ struct exact_order {
       if (!kept[v]) free.push_back(int(v));
     if (free.empty() || free.size() > max_nodes) return false;
     adj.assign(n, 0);
+    own.assign(n, 0);
     for (const auto& f : factors) {
       mask x = 0;
       for (int u : f.scope) x |= bit(std::size_t(u));
       if (!x) continue;
       for (int u : f.scope) adj[std::size_t(u)] |= x;
-      fmask.push_back(x);
-      fweight.push_back(f.scope.size() == 1 ? 1.0 : 0.0);
+      if (f.scope.size() == 1) ++own[std::size_t(f.scope[0])];
     }
     for (int v : free)
       if (!(std::size_t(v) < late.size() && late[std::size_t(v)])) early |= bit(std::size_t(v));
@@ -157,8 +163,7 @@ struct exact_order {
       else if (w > second) second = w;
     };
     mask scope = adj[v];
-    for (std::size_t f = 0; f < fmask.size(); ++f)
-      if ((fmask[f] & vb) && !(fmask[f] & S)) joined(fweight[f]);
+    for (int f = 0; f < own[v]; ++f) joined(1.0);
     for (const auto& pt : parts)
       if (pt.around & vb) {
         joined(derived_points);
