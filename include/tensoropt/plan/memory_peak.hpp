@@ -101,11 +101,12 @@ struct buffer_replay {
 namespace detail {
 /// Each op's sizes under one config: its output's bytes in its layout, per input (ops in
 /// order, each op's inputs in order) its bytes in the op's layout, per parameter (the same
-/// order) its local elements, its layout and the replicas its optimizer state is sharded
-/// over when the op is the parameter's first user (1: not sharded). A replayer of many plans keeps them for every
+/// order) its local elements, its layout, the replicas its optimizer state is sharded
+/// over when the op is the parameter's first user (1: not sharded) and the elements of
+/// that shard (local elements / replicas). A replayer of many plans keeps them for every
 /// config of every op (plan/peak_frontier.hpp) and looks them up.
 struct peak_sizes {
-  std::vector<double> out_bytes, in_bytes, param_elements, param_shards;
+  std::vector<double> out_bytes, in_bytes, param_elements, param_shards, param_shard_elements;
   std::vector<tensor_layout> param_layout;
 };
 
@@ -124,6 +125,7 @@ constexpr void append_op_sizes(const op_graph& g, std::size_t j, const op_config
     const auto& l = in.param_layout.back();
     const std::int64_t r = std::int64_t(l.replicate[0]) * l.replicate[1];
     in.param_shards.push_back(c.shard_optimizer && r > 1 && detail::shardable(g, t, c, r) ? double(r) : 1.0);
+    in.param_shard_elements.push_back(in.param_elements.back() / in.param_shards.back());
   }
 }
 
@@ -199,7 +201,8 @@ struct never_stop {
 
 /// The replay of the file comment for one plan. `v` gives what depends on the plan's
 /// configs: config(j), recompute(j) (config(j).recompute), out_bytes(j), in_bytes(j, s),
-/// param_elements(j, s), param_layout(j, s), param_shards(j, s), kernel_state(j) (cost_op's kernel_state) and
+/// param_elements(j, s), param_layout(j, s), param_shards(j, s), param_shard_elements(j, s),
+/// kernel_state(j) (cost_op's kernel_state) and
 /// input_flags(j, s) (bit 0: op j reads input s in its producer's layout,
 /// detail::same_split; bit 1: it keeps only the producer's shard, detail::kept_shard_ratio
 /// < 1); `kept` is the plan's additive memory.
@@ -244,10 +247,10 @@ constexpr memory_peak replay_peak(const op_graph& g, const peak_shape& sh, const
       const auto t = std::size_t(op.params[s].tensor);
       if (sh.owner[t] != int(j) || sh.owner_slot[t] != int(s)) continue;
       const double local = v.param_elements(j, s);
-      const double shard = v.param_shards(j, s);
-      sharded[t] = shard > 1;
-      R.current += local * pr.weight_bytes + local / shard * pr.optimizer_bytes;
-      if (sharded[t]) R.current += local / shard * pr.grad_bytes;
+      sharded[t] = v.param_shards(j, s) > 1;
+      const double part = v.param_shard_elements(j, s);  // local / the shards
+      R.current += local * pr.weight_bytes + part * pr.optimizer_bytes;
+      if (sharded[t]) R.current += part * pr.grad_bytes;
     }
     for (std::size_t s = 0; s < op.params.size(); ++s)  // one accumulator per unsharded user
       if (!sharded[std::size_t(op.params[s].tensor)]) R.current += v.param_elements(j, s) * pr.grad_bytes;
@@ -444,9 +447,7 @@ constexpr memory_peak replay_peak(const op_graph& g, const peak_shape& sh, const
       const auto t = std::size_t(op.params[s].tensor);
       if (sharded[t]) {  // reduce-scattered into the shard as soon as it exists
         const auto u = std::size_t(sh.owner[t]), us = std::size_t(sh.owner_slot[t]);
-        const auto& l = v.param_layout(u, us);
-        int part = R.make(v.param_elements(u, us) / double(std::int64_t(l.replicate[0]) * l.replicate[1]) *
-                          pr.grad_bytes);
+        int part = R.make(v.param_shard_elements(u, us) * pr.grad_bytes);
         R.drop(dpar[s]);
         R.drop(part);
       }
@@ -466,11 +467,9 @@ constexpr memory_peak replay_peak(const op_graph& g, const peak_shape& sh, const
   for (std::size_t t = 0; t < nt; ++t) {
     if (sh.owner[t] < 0) continue;
     const auto u = std::size_t(sh.owner[t]), us = std::size_t(sh.owner_slot[t]);
-    const auto& l = v.param_layout(u, us);
     const double local = v.param_elements(u, us);
     if (sharded[t]) {
-      const double r = double(std::int64_t(l.replicate[0]) * l.replicate[1]);
-      int wt = R.make(local / r * pr.weight_bytes);
+      int wt = R.make(v.param_shard_elements(u, us) * pr.weight_bytes);
       int nw = R.make(local * pr.weight_bytes);
       R.drop(wt);
       R.drop(nw);
@@ -510,6 +509,9 @@ struct listed_plan {
     return sizes.param_layout[shape->pars[j] + s];
   }
   constexpr double param_shards(std::size_t j, std::size_t s) const { return sizes.param_shards[shape->pars[j] + s]; }
+  constexpr double param_shard_elements(std::size_t j, std::size_t s) const {
+    return sizes.param_shard_elements[shape->pars[j] + s];
+  }
   constexpr bool recompute(std::size_t j) const { return (*configs)[j].recompute; }
   constexpr double kernel_state(std::size_t j) const { return state[j]; }
   constexpr unsigned char input_flags(std::size_t j, std::size_t s) const { return flags[shape->ins[j] + s]; }

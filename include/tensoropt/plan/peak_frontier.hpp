@@ -201,6 +201,9 @@ class peak_replayer {
       return r->sizes_.param_layout[at(j).param + s];
     }
     double param_shards(std::size_t j, std::size_t s) const { return r->sizes_.param_shards[at(j).param + s]; }
+    double param_shard_elements(std::size_t j, std::size_t s) const {
+      return r->sizes_.param_shard_elements[at(j).param + s];
+    }
     bool recompute(std::size_t j) const { return at(j).recompute; }
     double kernel_state(std::size_t j) const { return at(j).state; }
     unsigned char input_flags(std::size_t j, std::size_t s) const { return flags[r->shape_.ins[j] + s]; }
