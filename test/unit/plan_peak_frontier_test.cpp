@@ -348,7 +348,7 @@ void check_replayer(const char* name, int devices) {
       }
       // the additive memory given (as the peak attacher passes each point's own): the same
       // replay, that memory kept as given
-      const auto given = replay(choice, to::cost_t(want.kept) + 7);
+      const auto given = replay.with_kept(choice, to::cost_t(want.kept) + 7);
       CHECK(given.kept == want.kept + 7);
       CHECK(given.ordered == want.ordered);
       CHECK(given.transient == want.ordered - (want.kept + 7));

@@ -127,18 +127,12 @@ class peak_replayer {
   /// stopped at the first site that holds at least `stop_at()` (memory_peak::cut).
   template <class StopAt = detail::never_stop>
   memory_peak operator()(const std::vector<int>& choice, StopAt&& stop_at = {}) const {
-    return replay(choice, cost_of(b_->prob, choice).memory, std::forward<StopAt>(stop_at));
+    return with_kept(choice, cost_of(b_->prob, choice).memory, std::forward<StopAt>(stop_at));
   }
-  /// The same for a plan whose additive memory (cost_of's) is known: `kept` goes to
+  /// The same for a plan whose additive memory (cost_of's) the caller knows: `kept` goes to
   /// memory_peak::kept and transient as it is; the peak does not depend on it.
   template <class StopAt = detail::never_stop>
-  memory_peak operator()(const std::vector<int>& choice, cost_t kept, StopAt&& stop_at = {}) const {
-    return replay(choice, kept, std::forward<StopAt>(stop_at));
-  }
-
- private:
-  template <class StopAt>
-  memory_peak replay(const std::vector<int>& choice, cost_t kept, StopAt&& stop_at) const {
+  memory_peak with_kept(const std::vector<int>& choice, cost_t kept, StopAt&& stop_at = {}) const {
     thread_local detail::peak_scratch w;
     thread_local std::vector<unsigned char> flags;
     thread_local std::vector<start> at;
@@ -178,6 +172,8 @@ class peak_replayer {
     const chosen_plan plan{this, choice.data(), flags.data(), at.data()};
     return detail::replay_peak(g, shape_, plan, b_->options, double(kept), w, stop_at);
   }
+
+ private:
 
   // [node][config]: where that config's sizes are in sizes_ (output, first input, first
   // parameter), its kernel state (bytes) and whether it recomputes
@@ -388,7 +384,7 @@ class peak_attacher {
         if (now != seen) stop = stop_at(at, seen = now);
         return stop;
       };
-      const auto mp = (*replay_[std::size_t(pf.part_of[i])])(pf.points[i].choice, pf.points[i].memory, at_most);
+      const auto mp = replay_[std::size_t(pf.part_of[i])]->with_kept(pf.points[i].choice, pf.points[i].memory, at_most);
       peak_[i] = mp.cut ? -1.0 : mp.peak();
       done(at);
     }
