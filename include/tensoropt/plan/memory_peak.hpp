@@ -200,7 +200,7 @@ struct never_stop {
 };
 
 /// The replay of the file comment for one plan. `v` gives what depends on the plan's
-/// configs: config(j), recompute(j) (config(j).recompute), out_bytes(j), in_bytes(j, s),
+/// configs: recompute(j) (whether op j's config recomputes), out_bytes(j), in_bytes(j, s),
 /// param_elements(j, s), param_layout(j, s), param_shards(j, s), param_shard_elements(j, s),
 /// kernel_state(j) (cost_op's kernel_state) and
 /// input_flags(j, s) (bit 0: op j reads input s in its producer's layout,
@@ -499,7 +499,6 @@ struct listed_plan {
   peak_sizes sizes;
   std::vector<double> state;          // per op: kernel state
   std::vector<unsigned char> flags;   // per input
-  constexpr const op_config& config(std::size_t j) const { return (*configs)[j]; }
   constexpr double out_bytes(std::size_t j) const { return sizes.out_bytes[j]; }
   constexpr double in_bytes(std::size_t j, std::size_t s) const { return sizes.in_bytes[shape->ins[j] + s]; }
   constexpr double param_elements(std::size_t j, std::size_t s) const {

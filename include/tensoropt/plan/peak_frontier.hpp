@@ -169,12 +169,11 @@ class peak_replayer {
           v = compute();
         flags.push_back(v & 3);
       }
-    const chosen_plan plan{this, choice.data(), flags.data(), at.data()};
+    const chosen_plan plan{this, flags.data(), at.data()};
     return detail::replay_peak(g, shape_, plan, b_->options, double(kept), w, stop_at);
   }
 
  private:
-
   // [node][config]: where that config's sizes are in sizes_ (output, first input, first
   // parameter), its kernel state (bytes) and whether it recomputes
   struct start {
@@ -186,10 +185,8 @@ class peak_replayer {
   /// node's entry of at_ for its config, gathered once per replay).
   struct chosen_plan {
     const peak_replayer* r;
-    const int* choice;
     const unsigned char* flags;  // per input
     const start* at_of;          // per node
-    const op_config& config(std::size_t j) const { return r->b_->configs[j][std::size_t(choice[j])]; }
     double out_bytes(std::size_t j) const { return r->sizes_.out_bytes[at(j).out]; }
     double in_bytes(std::size_t j, std::size_t s) const { return r->sizes_.in_bytes[at(j).in + s]; }
     double param_elements(std::size_t j, std::size_t s) const { return r->sizes_.param_elements[at(j).param + s]; }
@@ -537,12 +534,7 @@ inline void complete_searched(planned_frontier& pf, std::size_t threads = 0) {
   std::vector<std::unique_ptr<peak_replayer>> replay(pf.parts.size());
   for (std::size_t i = 0; i < pf.searched.size(); ++i) {
     if (pf.searched[i].peak > 0) continue;
-    const auto& q = pf.searched[i];
-    std::size_t at = pf.parts.size();
-    for (std::size_t p = 0; p < pf.parts.size(); ++p)
-      if (pf.parts[p].micro_batches == q.micro_batches && pf.parts[p].built) at = p;
-    detail::require(at < pf.parts.size(), "complete_searched: no problem is kept for micro-batch count " +
-                                               std::to_string(q.micro_batches));
+    const std::size_t at = pf.kept_part(pf.searched[i].micro_batches);
     if (!replay[at]) replay[at] = std::make_unique<peak_replayer>(*pf.parts[at].built);
     part_of[i] = at;
     left.push_back(i);
@@ -551,7 +543,7 @@ inline void complete_searched(planned_frontier& pf, std::size_t threads = 0) {
   auto work = [&] {
     for (std::size_t k; (k = next++) < left.size();) {
       const std::size_t i = left[k];
-      const double peak = (*replay[part_of[i]])(pf.searched[i].choice).peak();
+      const double peak = replay[part_of[i]]->with_kept(pf.searched[i].choice, pf.searched[i].memory).peak();
       pf.searched[i].peak = std::max<cost_t>(1, detail::checked_cost(std::ceil(peak), "the predicted peak"));
     }
   };

@@ -127,13 +127,19 @@ struct planned_frontier {
   void label_searched() {
     for (auto& q : searched) {
       if (!q.labels.empty() || q.choice.empty()) continue;
-      const built_problem* b = nullptr;
-      for (auto& part : parts)
-        if (part.micro_batches == q.micro_batches && part.built) b = part.built.get();
-      detail::require(b != nullptr, "planned frontier: no problem is kept for micro-batch count " +
-                                        std::to_string(q.micro_batches) + " to label its points");
-      q.labels = detail::config_labels(b->prob, q.choice);
+      q.labels = detail::config_labels(parts[kept_part(q.micro_batches)].built->prob, q.choice);
     }
+  }
+  /// The part of micro-batch count `k` whose problem is kept (the last such). Throws
+  /// invalid_argument where none is (every point of `searched` has one when the planner
+  /// returns).
+  std::size_t kept_part(int k) const {
+    std::size_t at = parts.size();
+    for (std::size_t p = 0; p < parts.size(); ++p)
+      if (parts[p].micro_batches == k && parts[p].built) at = p;
+    detail::require(at < parts.size(), "planned frontier: no problem is kept for micro-batch count " +
+                                           std::to_string(k) + " to label or replay its points");
+    return at;
   }
   /// The op_config of every op under point `point`.
   std::vector<op_config> op_configs(std::size_t point) const {
