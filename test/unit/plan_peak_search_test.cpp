@@ -97,6 +97,38 @@ TEST_CASE("cap enumeration equals brute force on random problems") {
   CHECK(nonempty_caps > 200);
 }
 
+TEST_CASE("node groups end the walk over caps early and change no point") {
+  std::mt19937_64 rng(29);
+  int shorter = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const auto pb = random_bound_problem(rng, trial % 5, trial % 2);
+    INFO("trial " << trial);
+    to::peak_search_options o;
+    const std::size_t n = pb.kept.nodes.size();
+    o.groups.resize(1 + rng() % 2);
+    for (std::size_t v = 0; v < n; ++v) {
+      const std::size_t g = rng() % (o.groups.size() + 1);
+      if (g < o.groups.size()) o.groups[g].push_back(int(v));
+    }
+    const auto plain = to::solve_peak_bound(pb);
+    const auto grouped = to::solve_peak_bound(pb, o);
+    CHECK(points_of(pb, grouped) == brute_force(pb));
+    REQUIRE(grouped.points.size() == plain.points.size());
+    for (std::size_t i = 0; i < plain.points.size(); ++i) {  // the same strategies
+      CHECK(grouped.points[i].choice == plain.points[i].choice);
+      CHECK(grouped.cap[i] == plain.cap[i]);
+    }
+    CHECK(grouped.solved <= plain.solved);
+    shorter += grouped.solved < plain.solved;
+    const auto bf = brute_force(pb);
+    if (bf.size() >= 2) {  // under a memory limit as well
+      o.solve.memory_limit = bf[bf.size() / 2].memory;
+      CHECK(points_of(pb, to::solve_peak_bound(pb, o)) == brute_force(pb, o.solve.memory_limit));
+    }
+  }
+  CHECK(shorter > 20);
+}
+
 TEST_CASE("cap bucketing: every memory within (1 + epsilon) of its bound, every exact point covered") {
   std::mt19937_64 rng(11);
   for (double eps : {0.05, 0.5}) {

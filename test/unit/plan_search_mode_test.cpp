@@ -470,6 +470,66 @@ TEST_CASE("the edge-free bound lies at or below every strategy, and is the front
   }
 }
 
+TEST_CASE("the grouped bound lies at or below every strategy, and is the frontier with one group") {
+  std::mt19937_64 rng(23);
+  auto uni = [&](std::int64_t lo, std::int64_t hi) { return lo + std::int64_t(rng() % std::uint64_t(hi - lo + 1)); };
+  int tighter = 0;
+  for (int it = 0; it < 200; ++it) {
+    to::problem p;
+    p.memory_offset = uni(0, 50);
+    const int n = int(uni(2, 7));
+    for (int v = 0; v < n; ++v) {
+      to::problem_node nd{"n" + std::to_string(v), {}};
+      for (int c = 0, k = int(uni(1, 4)); c < k; ++c) nd.configs.push_back({"c", uni(1, 1000), uni(0, 1000)});
+      p.nodes.push_back(nd);
+    }
+    for (int v = 1; v < n; ++v)
+      for (int u = 0; u < v; ++u) {
+        if (u != v - 1 && rng() % 3) continue;  // a chain, with some edges across it
+        to::problem_edge e{u, v, {}, {}};
+        for (std::size_t i = 0; i < p.nodes[std::size_t(u)].configs.size() * p.nodes[std::size_t(v)].configs.size(); ++i) {
+          e.time.push_back(uni(0, 300));
+          e.memory.push_back(uni(0, 300));
+        }
+        p.edges.push_back(e);
+      }
+    // random groups (some nodes in none)
+    std::vector<std::vector<int>> groups(std::size_t(uni(1, 3)));
+    for (int v = 0; v < n; ++v) {
+      const auto g = std::size_t(uni(0, std::int64_t(groups.size())));
+      if (g < groups.size()) groups[g].push_back(v);
+    }
+    const auto cap = std::numeric_limits<to::cost_t>::max();
+    const auto lb = to::detail::grouped_bound(p, groups, cap, 0.0);
+    const auto free = to::detail::edge_free_bound(p, cap, 0.0);
+    REQUIRE(!lb.empty());
+    const auto exact = to::solve(p);
+    bool above_free = false;
+    for (auto& e : exact.points) {
+      const to::detail::candidate* at = nullptr;
+      for (auto& l : lb)
+        if (l.memory <= e.memory) at = &l;
+      REQUIRE(at);
+      CHECK(at->time <= e.time);
+      const to::detail::candidate* f = nullptr;
+      for (auto& l : free)
+        if (l.memory <= e.memory) f = &l;
+      above_free = above_free || (f && at->time > f->time);
+    }
+    tighter += above_free;
+    // every node in one group: the bound is the exact frontier
+    std::vector<std::vector<int>> one(1);
+    for (int v = 0; v < n; ++v) one[0].push_back(v);
+    const auto whole = to::detail::grouped_bound(p, one, cap, 0.0);
+    REQUIRE(whole.size() == exact.points.size());
+    for (std::size_t i = 0; i < whole.size(); ++i) {
+      CHECK(whole[i].time == exact.points[i].time);
+      CHECK(whole[i].memory == exact.points[i].memory);
+    }
+  }
+  CHECK(tighter > 20);  // the edges kept inside groups raise it above the edge-free bound
+}
+
 TEST_CASE("auto mode: exact where the chain fold is prompt, by the stated rule") {
   // gpt3-1.3b on 8 x A100-80GB: 24 layers x 38^2 boundary layouts for the chain fold stays
   // exact; the general engine's rule (x 38^3) and gpt3-39b on 64 devices go fast

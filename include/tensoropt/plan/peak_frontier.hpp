@@ -291,6 +291,7 @@ inline std::vector<frontier_point> bound_search_part(const plan_part& part, cons
     if (detail::cap_values(pb, eps, distinct).size() <= gate.max_caps) break;
   }
   o.solve.memory_limit = limit;
+  o.groups = part.block.instances;
   auto r = solve_peak_bound(pb, o);
   ++note.searched;
   note.solved += r.solved;

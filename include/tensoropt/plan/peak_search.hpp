@@ -25,6 +25,15 @@
 //    previous caps allowed: found there with less memory).
 //  - with a memory limit L, caps above L - least kept' are not solved, and each
 //    restricted search runs with the limit L - c.
+//  - with node groups (peak_search_options::groups, the planner's: the instances of a
+//    repeated block), a lower bound LB of every strategy's (kept', time) whatever its cap
+//    (plan/job_bounds.hpp's grouped_bound: each group's exact frontier, the edges between
+//    groups at their least; every time raised to the least time of any strategy) ends the
+//    walk at the first cap c where the union beats every point of LB + (c, 0) as the known
+//    strategies do (no more memory and less time, or less memory and no more time): every
+//    strategy of cap c or later lies at or above such a point, so its search would return
+//    nothing the union keeps. gpt3-1.3b (4 x V100-16GB, exact): k = 1024's walk solved 15
+//    caps, 13 of them empty; the bound ends it after 9.
 // Bucketing (epsilon > 0): caps are grouped into runs whose largest is at most
 // (1 + epsilon) times their least, and each run is solved once at its largest cap: a
 // strategy whose largest term M falls in a run is reported at kept' + c with
@@ -34,8 +43,10 @@
 #pragma once
 #include <algorithm>
 #include <cstddef>
+#include <optional>
 #include <vector>
 #include "../search/solve.hpp"
+#include "job_bounds.hpp"
 #include "peak_bound.hpp"
 
 namespace tensoropt {
@@ -43,6 +54,9 @@ namespace tensoropt {
 struct peak_search_options {
   solve_options solve{};  ///< of each restricted search (its memory_limit bounds the bound)
   double epsilon = 0;     ///< cap bucketing (file comment); 0: every distinct cap
+  /// Node groups for the bound that ends the walk over caps (file comment; the instances of
+  /// a repeated block); empty: no such bound. Any grouping is exact.
+  std::vector<std::vector<int>> groups{};
 };
 
 struct peak_search_result {
@@ -102,11 +116,42 @@ inline peak_search_result solve_peak_bound(const peak_bound_problem& pb, const p
     }
   std::vector<frontier_point> all;
   std::vector<cost_t> all_cap;
+  // the groups' lower bound of every strategy, each time raised to the least time of any
+  // strategy (see the file comment); made once, when the union first holds a point
+  std::optional<std::vector<detail::candidate>> lower;
+  auto make_lower = [&] {
+    auto lb = detail::grouped_bound(p, o.groups, o.solve.memory_limit, 0.0);
+    problem fastest = p;  // every memory 0: its one frontier point is the least time
+    fastest.memory_offset = 0;
+    for (auto& nd : fastest.nodes)
+      for (auto& x : nd.configs) x.memory = 0;
+    for (auto& e : fastest.edges) std::fill(e.memory.begin(), e.memory.end(), cost_t(0));
+    solve_options fo;
+    fo.max_bytes = o.solve.max_bytes;
+    const auto f = solve(fastest, fo);
+    const cost_t least_time = f.points.empty() ? max_problem_cost : f.points.front().time;
+    for (auto& x : lb) x.time = std::max(x.time, least_time);
+    return lb;
+  };
+  // whether a union point beats (bound m, time t) as the search's known strategies do: no
+  // more memory and less time, or less memory and no more time
+  auto beats_point = [&](cost_t m, cost_t t) {
+    auto le = std::upper_bound(all.begin(), all.end(), m, [](cost_t x, const frontier_point& u) { return x < u.memory; });
+    if (le != all.begin() && std::prev(le)->time < t) return true;
+    auto lt = std::lower_bound(all.begin(), all.end(), m, [](const frontier_point& u, cost_t x) { return u.memory < x; });
+    return lt != all.begin() && std::prev(lt)->time <= t;
+  };
   for (std::size_t ci = 0; ci < caps.size(); ++ci) {
     const cost_t c = caps[ci];
     if (o.solve.memory_limit < max_problem_cost && c > o.solve.memory_limit - kept_lo) break;
     bool done = false;  // a point at or below (kept_lo + c, time_lo) dominates this cap and every later one
     for (auto& q : all) done = done || (q.time <= time_lo && q.memory <= kept_lo + c);
+    // the groups' bound beaten at this cap: at every later cap too (its points move right)
+    if (!done && !o.groups.empty() && !all.empty()) {
+      if (!lower) lower = make_lower();
+      done = std::all_of(lower->begin(), lower->end(),
+                         [&](const detail::candidate& x) { return beats_point(x.memory + c, x.time); });
+    }
     if (done) break;
     // the restricted problem: configs with a term <= c, forbidden cells above the limit
     std::vector<std::vector<int>> keep(p.nodes.size());
