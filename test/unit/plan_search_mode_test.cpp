@@ -502,10 +502,19 @@ TEST_CASE("the grouped bound lies at or below every strategy, and is the frontie
     const auto cap = std::numeric_limits<to::cost_t>::max();
     const auto lb = to::detail::grouped_bound(p, groups, cap, 0.0);
     const auto free = to::detail::edge_free_bound(p, cap, 0.0);
+    const auto pruned = to::detail::grouped_bound(p, groups, cap, 0.05);  // the groups' solves pruned too
+    const auto raised = to::detail::layered_bound(p, groups, cap, 0.0);
     REQUIRE(!lb.empty());
     const auto exact = to::solve(p);
     bool above_free = false;
     for (auto& e : exact.points) {
+      for (const auto* other : {&pruned, &raised}) {
+        const to::detail::candidate* below = nullptr;
+        for (auto& l : *other)
+          if (l.memory <= e.memory) below = &l;
+        REQUIRE(below);
+        CHECK(below->time <= e.time);
+      }
       const to::detail::candidate* at = nullptr;
       for (auto& l : lb)
         if (l.memory <= e.memory) at = &l;
@@ -517,6 +526,8 @@ TEST_CASE("the grouped bound lies at or below every strategy, and is the frontie
       above_free = above_free || (f && at->time > f->time);
     }
     tighter += above_free;
+    // raised to the least time, its fastest point takes the fastest strategy's time
+    CHECK(raised.back().time == exact.points.back().time);
     // every node in one group: the bound is the exact frontier
     std::vector<std::vector<int>> one(1);
     for (int v = 0; v < n; ++v) one[0].push_back(v);

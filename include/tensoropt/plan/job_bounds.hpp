@@ -86,11 +86,12 @@ inline std::vector<candidate> edge_free_bound(const problem& p, cost_t limit, do
 }
 
 /// A lower bound of every strategy of `p` within `limit` that keeps the edges inside each
-/// of `groups` (node lists; the nodes in none form one more group): each group's exact
-/// frontier (search/solve.hpp) with the edges into it from other groups at their least, as
-/// edge_free_bound adds them to the consumer's config, summed as there. A group whose
-/// subproblem equals the one before it (the middle layers of a repeated block) takes its
-/// frontier. Empty where no strategy fits `limit`.
+/// of `groups` (node lists; the nodes in none form one more group): each group's frontier
+/// (search/solve.hpp at epsilon `delta`, every time divided by 1 + delta: at or below the
+/// exact one) with the edges into it from other groups at their least, as edge_free_bound
+/// adds them to the consumer's config, summed as there. A group whose subproblem equals the
+/// one before it (the middle layers of a repeated block) takes its frontier. Empty where
+/// no strategy fits `limit`.
 inline std::vector<candidate> grouped_bound(const problem& p, const std::vector<std::vector<int>>& groups,
                                             cost_t limit, double delta = 0.002) {
   const cost_t m0 = p.memory_offset;
@@ -125,6 +126,7 @@ inline std::vector<candidate> grouped_bound(const problem& p, const std::vector<
   std::vector<int> local(n, -1);
   solve_options so;
   so.memory_limit = limit - m0;
+  so.epsilon = delta;  // each returned time within (1 + delta) of an exact one: divided by it below
   for (auto& nodes : members) {
     if (nodes.empty()) continue;
     const int g = group_of[std::size_t(nodes.front())];
@@ -147,12 +149,40 @@ inline std::vector<candidate> grouped_bound(const problem& p, const std::vector<
       continue;
     }
     std::vector<candidate> c;
-    for (auto& x : solve(q, so).points) c.push_back({x.time, x.memory, -1, -1});
+    for (auto& x : solve(q, so).points)
+      c.push_back({cost_t(std::floor((long double)x.time / (1 + (long double)delta))), x.memory, -1, -1});
+    pareto_filter(c);
     if (c.empty()) return {};  // no strategy of the group, so none of p, within the limit
     level.push_back(std::move(c));
     before = std::move(q);
   }
   return bound_of_sum(std::move(level), m0, limit, delta);
+}
+
+/// The least time of any strategy of `p` (no memory limit): the one point of the frontier
+/// of `p` with every memory 0.
+inline cost_t least_time(const problem& p, std::size_t max_bytes = 0) {
+  problem fastest = p;
+  fastest.memory_offset = 0;
+  for (auto& nd : fastest.nodes)
+    for (auto& x : nd.configs) x.memory = 0;
+  for (auto& e : fastest.edges) std::fill(e.memory.begin(), e.memory.end(), cost_t(0));
+  solve_options o;
+  o.max_bytes = max_bytes;
+  const auto f = solve(fastest, o);
+  return f.points.empty() ? max_problem_cost : f.points.front().time;
+}
+
+/// grouped_bound with every time raised to the least time of any strategy (least_time): a
+/// lower bound still, and at the fast end (where the groups' own least times, each with
+/// its favourite layouts, lie below what any strategy reaches) a tighter one.
+inline std::vector<candidate> layered_bound(const problem& p, const std::vector<std::vector<int>>& groups,
+                                            cost_t limit, double delta, std::size_t max_bytes = 0) {
+  auto lb = grouped_bound(p, groups, limit, delta);
+  if (lb.empty()) return lb;
+  const cost_t t = least_time(p, max_bytes);
+  for (auto& x : lb) x.time = std::max(x.time, t);
+  return lb;
 }
 
 /// Whether every point of `lb` has a point of `by` at or below it (each a staircase).

@@ -119,20 +119,7 @@ inline peak_search_result solve_peak_bound(const peak_bound_problem& pb, const p
   // the groups' lower bound of every strategy, each time raised to the least time of any
   // strategy (see the file comment); made once, when the union first holds a point
   std::optional<std::vector<detail::candidate>> lower;
-  auto make_lower = [&] {
-    auto lb = detail::grouped_bound(p, o.groups, o.solve.memory_limit, 0.0);
-    problem fastest = p;  // every memory 0: its one frontier point is the least time
-    fastest.memory_offset = 0;
-    for (auto& nd : fastest.nodes)
-      for (auto& x : nd.configs) x.memory = 0;
-    for (auto& e : fastest.edges) std::fill(e.memory.begin(), e.memory.end(), cost_t(0));
-    solve_options fo;
-    fo.max_bytes = o.solve.max_bytes;
-    const auto f = solve(fastest, fo);
-    const cost_t least_time = f.points.empty() ? max_problem_cost : f.points.front().time;
-    for (auto& x : lb) x.time = std::max(x.time, least_time);
-    return lb;
-  };
+  auto make_lower = [&] { return detail::layered_bound(p, o.groups, o.solve.memory_limit, 0.0, o.solve.max_bytes); };
   // whether a union point beats (bound m, time t) as the search's known strategies do: no
   // more memory and less time, or less memory and no more time
   auto beats_point = [&](cost_t m, cost_t t) {
