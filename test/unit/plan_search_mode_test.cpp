@@ -539,6 +539,11 @@ TEST_CASE("the grouped bound lies at or below every strategy, and is the frontie
     }
   }
   CHECK(tighter > 20);  // the edges kept inside groups raise it above the edge-free bound
+  // a group naming a node the problem lacks is an error that says so
+  to::problem p;
+  p.nodes.push_back({"a", {{"c", 1, 1}}});
+  CHECK_THROWS_WITH_AS(to::detail::grouped_bound(p, {{0, 3}}, 100), doctest::Contains("names node 3, but the problem's nodes are 0 to 0"),
+                       to::invalid_argument);
 }
 
 TEST_CASE("auto mode: exact where the chain fold is prompt, by the stated rule") {

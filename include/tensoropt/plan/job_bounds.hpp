@@ -22,7 +22,9 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 #include "../search/frontier.hpp"
 #include "../search/problem.hpp"
@@ -94,12 +96,18 @@ inline std::vector<candidate> edge_free_bound(const problem& p, cost_t limit, do
 /// no strategy fits `limit`.
 inline std::vector<candidate> grouped_bound(const problem& p, const std::vector<std::vector<int>>& groups,
                                             cost_t limit, double delta = 0.002) {
+  validate(p);  // its sums below then stay within max_problem_cost
   const cost_t m0 = p.memory_offset;
   if (m0 > limit) return {};
   const std::size_t n = p.nodes.size();
   std::vector<int> group_of(n, int(groups.size()));
   for (std::size_t g = 0; g < groups.size(); ++g)
-    for (int v : groups[g]) group_of.at(std::size_t(v)) = int(g);
+    for (int v : groups[g]) {
+      require(v >= 0 && std::size_t(v) < n, "grouped bound: group " + std::to_string(g) + " names node " +
+                                                std::to_string(v) + ", but the problem's nodes are 0 to " +
+                                                std::to_string(std::int64_t(n) - 1));
+      group_of[std::size_t(v)] = int(g);
+    }
   std::vector<std::vector<int>> members(groups.size() + 1);
   for (std::size_t v = 0; v < n; ++v) members[std::size_t(group_of[v])].push_back(int(v));
   std::vector<std::vector<cost_t>> in_time(n), in_memory(n);
