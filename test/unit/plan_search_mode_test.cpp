@@ -506,24 +506,22 @@ TEST_CASE("the grouped bound lies at or below every strategy, and is the frontie
     const auto raised = to::detail::layered_bound(p, groups, cap, 0.0);
     REQUIRE(!lb.empty());
     const auto exact = to::solve(p);
+    // a staircase's last point with memory at or below m (null: none)
+    auto at_or_below = [](const std::vector<to::detail::candidate>& s, to::cost_t m) {
+      const to::detail::candidate* at = nullptr;
+      for (auto& l : s)
+        if (l.memory <= m) at = &l;
+      return at;
+    };
     bool above_free = false;
     for (auto& e : exact.points) {
-      for (const auto* other : {&pruned, &raised}) {
-        const to::detail::candidate* below = nullptr;
-        for (auto& l : *other)
-          if (l.memory <= e.memory) below = &l;
+      for (const auto* bound : {&lb, &pruned, &raised}) {
+        const auto* below = at_or_below(*bound, e.memory);
         REQUIRE(below);
         CHECK(below->time <= e.time);
       }
-      const to::detail::candidate* at = nullptr;
-      for (auto& l : lb)
-        if (l.memory <= e.memory) at = &l;
-      REQUIRE(at);
-      CHECK(at->time <= e.time);
-      const to::detail::candidate* f = nullptr;
-      for (auto& l : free)
-        if (l.memory <= e.memory) f = &l;
-      above_free = above_free || (f && at->time > f->time);
+      const auto* f = at_or_below(free, e.memory);
+      above_free = above_free || (f && at_or_below(lb, e.memory)->time > f->time);
     }
     tighter += above_free;
     // raised to the least time, its fastest point takes the fastest strategy's time

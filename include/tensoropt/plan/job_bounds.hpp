@@ -17,7 +17,7 @@
 // nothing: there the search's own bounds (search/repeated.hpp's repeated_bounds) do the work.
 //
 // The grouped bound keeps the edges inside groups of nodes (the layers of a repeated block)
-// and relaxes only those between groups: each group's exact frontier, summed the same way.
+// and relaxes only those between groups: each group's frontier, summed the same way.
 // The peak bound's search (plan/peak_search.hpp) ends its walk over caps with it.
 #pragma once
 #include <algorithm>
