@@ -14,16 +14,27 @@
 //        search_bench --layers L --configs C --layouts K [--epsilon E]   one synthetic problem
 //        search_bench --problem FILE [--epsilon E]    a tensoropt-problem/1 file (e.g. from
 //                                                     tensoropt-plan --problem-json)
+//        search_bench --problem FILE --restrict-layouts N [--epsilon E] [--memory-gib G]
+//                     a tensoropt-problem/2 file's largest repeated block in fast mode, on the
+//                     whole problem and on the layouts of at most N weighted-sum optima
+//                     (search/layout_restriction.hpp): both times, and how far the restricted
+//                     frontier lies behind the other (time at the same memory, per point)
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <random>
 #include <string>
 #include <optional>
+#include <utility>
+#include <vector>
 #include <tensoropt/core/command_line.hpp>
 #include <tensoropt/core/input_file.hpp>
+#include <tensoropt/search/layout_restriction.hpp>
 #include <tensoropt/search/problem_json.hpp>
+#include <tensoropt/search/repeated.hpp>
 #include <tensoropt/search/solve.hpp>
 
 namespace to = tensoropt;
@@ -113,6 +124,58 @@ void report(const char* name, const to::problem& p, double epsilon, const char* 
   std::fflush(stdout);
 }
 
+// Fast mode on the whole problem and on the layouts of its weighted-sum optima at `lanes`
+// weights; every restricted point is re-costed on the whole problem.
+void report_restricted(const char* name, const to::problem_file& f, std::size_t lanes, double epsilon,
+                       to::cost_t limit) {
+  to::repeated_block rb;
+  for (const auto& r : f.repeats)
+    if (r.instances.size() > rb.instances.size()) rb = r;
+  if (rb.instances.empty())
+    throw to::invalid_argument("--restrict-layouts: '" + std::string(name) +
+                               "' declares no repeated block; write it with tensoropt-plan --problem-json "
+                               "--micro-batches K (tensoropt-problem/2)");
+  const std::string why = to::check_repeated(f.prob, rb);
+  if (!why.empty()) throw to::invalid_argument("--restrict-layouts: the largest repeated block cannot be powered: " + why);
+  const to::solve_options so{.epsilon = epsilon, .memory_limit = limit};
+  auto seconds = [](auto t0) { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  auto t0 = std::chrono::steady_clock::now();
+  const auto whole = to::solve_repeated(f.prob, rb, so);
+  const double s_whole = seconds(t0);
+  t0 = std::chrono::steady_clock::now();
+  const auto lr = to::restrict_layouts(f.prob, rb, lanes, limit);
+  const double s_lanes = seconds(t0);
+  const auto part = to::solve_repeated(lr.restricted, rb, so);
+  const double s_part = seconds(t0);
+  std::size_t configs = 0;
+  for (const auto& n : f.prob.nodes) configs += n.configs.size();
+  // per point of the whole frontier: the least restricted time at no more memory, over its time
+  std::vector<std::pair<to::cost_t, to::cost_t>> mine;  // memory, time
+  for (const auto& q : part.points) {
+    const auto c = to::cost_of(f.prob, lr.to_full(q.choice));
+    if (c.time != q.time || c.memory != q.memory)
+      throw to::runtime_error("--restrict-layouts: a restricted point does not re-cost on the whole problem");
+    mine.push_back({q.memory, q.time});
+  }
+  std::sort(mine.begin(), mine.end());
+  for (std::size_t i = 1; i < mine.size(); ++i) mine[i].second = std::min(mine[i].second, mine[i - 1].second);
+  std::vector<double> ratio;
+  for (const auto& q : whole.points) {
+    auto it = std::upper_bound(mine.begin(), mine.end(), std::pair{q.memory, std::numeric_limits<to::cost_t>::max()});
+    ratio.push_back(it == mine.begin() ? HUGE_VAL : double(std::prev(it)->second) / double(q.time));
+  }
+  std::sort(ratio.begin(), ratio.end());
+  auto at = [&](double f) { return ratio.empty() ? 1.0 : ratio[std::min(ratio.size() - 1, std::size_t(f * double(ratio.size())))]; };
+  std::printf("%s: fast mode, epsilon %g\n  whole problem: %zu configs, %.2f s, %zu points\n"
+              "  restricted:    %zu configs (%zu weights, %zu distinct optima within the limit), %.2f s "
+              "(the optima %.2f s), %zu points\n"
+              "  restricted time / whole time at the same memory, over the whole frontier's points: "
+              "median %.4f, 90 %% %.4f, 99 %% %.4f, max %.4f\n",
+              name, epsilon, configs, s_whole, whole.points.size(), lr.configs(), lr.lanes, lr.optima, s_part,
+              s_lanes, part.points.size(), at(0.5), at(0.9), at(0.99), ratio.empty() ? 1.0 : ratio.back());
+  std::fflush(stdout);
+}
+
 void run(const char* name, int layers, int configs, int layouts, double epsilon, const char* target) {
   report(name, transformer_like(layers, configs, layouts, 42), epsilon, target);
 }
@@ -124,6 +187,8 @@ struct search_bench_options {
   std::string problem;
   std::optional<long> layers, configs, layouts;
   double epsilon = 0;
+  std::optional<long> restrict_layouts;
+  double memory_gib = 0;
   bool help = false;
 };
 template <>
@@ -135,6 +200,14 @@ struct to::reflection<search_bench_options> {
       to::field("configs", &o::configs, "configs per node, with --layers").range(1, 100000).meta("C"),
       to::field("layouts", &o::layouts, "tensor layouts per node (divides --configs)").range(1, 100000).meta("K"),
       to::field("epsilon", &o::epsilon, "(1+E)-approximate frontier; 0 = exact").range_open_hi(0, 1).meta("E"),
+      to::field("restrict-layouts", &o::restrict_layouts,
+                "with --problem (tensoropt-problem/2): fast mode on the layouts of weighted-sum optima at N "
+                "weights against fast mode on the whole problem")
+          .range(1, 56)
+          .meta("N"),
+      to::field("memory-gib", &o::memory_gib, "with --restrict-layouts: the memory limit per device; 0 = none")
+          .range(0, 1e6)
+          .meta("G"),
       to::field("help", &o::help, "print this help"));
 };
 
@@ -148,6 +221,10 @@ int main(int argc, char** argv) {
                                  "--layouts 8)");
     if (synthetic && !o.problem.empty())
       throw to::invalid_argument("give either --problem FILE or a synthetic problem (--layers ...), not both");
+    if ((given.has("restrict-layouts") || given.has("memory-gib")) && o.problem.empty())
+      throw to::invalid_argument("--restrict-layouts and --memory-gib need --problem FILE (a tensoropt-problem/2 file)");
+    if (given.has("memory-gib") && !o.restrict_layouts)
+      throw to::invalid_argument("--memory-gib goes with --restrict-layouts");
     if (synthetic && *o.configs % *o.layouts != 0)
       throw to::invalid_argument("--layouts must divide --configs (each layout has configs/layouts switch settings)");
     if (o.help) {
@@ -162,6 +239,13 @@ int main(int argc, char** argv) {
       std::string why;
       const auto text = to::read_input_file(o.problem, why);
       if (!text) throw to::invalid_argument("--problem: cannot open '" + o.problem + "' (" + why + ")");
+      if (o.restrict_layouts) {
+        const to::cost_t limit = o.memory_gib > 0 ? to::detail::checked_cost(o.memory_gib * double(1ull << 30), "--memory-gib")
+                                                  : std::numeric_limits<to::cost_t>::max();
+        report_restricted(o.problem.c_str(), to::read_problem_file(*text), std::size_t(*o.restrict_layouts), o.epsilon,
+                          limit);
+        return 0;
+      }
       report(o.problem.c_str(), to::read_problem_json(*text), o.epsilon, "-");
       return 0;
     }

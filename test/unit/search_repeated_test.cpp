@@ -6,6 +6,7 @@
 #include <limits>
 #include <optional>
 #include <random>
+#include <tensoropt/search/layout_restriction.hpp>
 #include <tensoropt/search/repeated.hpp>
 #include "random_problem.hpp"
 
@@ -973,5 +974,138 @@ TEST_CASE("so_far: per-layer solves made before the known points are all in leav
   CHECK(early > 20);
   CHECK(skipped > 0);
   CHECK(left > 0);
+}
+
+TEST_CASE("many weighted-sum optima in one vector pass: each lane's strategy is optimal (brute force)") {
+  std::mt19937_64 rng(40);
+  int tested = 0, repeated = 0;
+  for (int it = 0; it < 200 / rand_problem::brute_force_share; ++it) {
+    CAPTURE(it);
+    // plain random problems, and ones with identical blocks (their eliminations replay)
+    const bool rep = it % 2 == 1;
+    const auto p = rep ? random_repeated(rng, int(rng() % 3), 3 + int(rng() % 3), 1 + int(rng() % 3), int(rng() % 3), 3,
+                                         false).p
+                       : rand_problem::random_problem(rng, int(rng() % 6), 3 + int(rng() % 5), 4, true);
+    if (strategies(p) > 20000) continue;
+    std::vector<to::detail::weight_lane> lanes{{1, 0}, {0, 1}};
+    const int extra = 1 + int(rng() % 20);
+    for (int i = 0; i < extra; ++i) lanes.push_back({1, std::pow(10.0, -6 + 9 * double(rng() % 1000) / 1000)});
+    const auto got = to::detail::multi_weight_optima(p, lanes);
+    REQUIRE(got.size() == lanes.size());
+    // every strategy's score per lane, by brute force
+    std::vector<double> least(lanes.size(), HUGE_VAL);
+    std::vector<int> choice(p.nodes.size(), 0);
+    while (true) {
+      const auto c = to::cost_of(p, choice);
+      for (std::size_t s = 0; s < lanes.size(); ++s)
+        least[s] = std::min(least[s], lanes[s].a * double(c.memory) + lanes[s].b * double(c.time));
+      std::size_t i = 0;
+      for (; i < choice.size(); ++i) {
+        if (++choice[i] < int(p.nodes[i].configs.size())) break;
+        choice[i] = 0;
+      }
+      if (i == choice.size()) break;
+    }
+    for (std::size_t s = 0; s < lanes.size(); ++s) {
+      REQUIRE(got[s].size() == p.nodes.size());
+      for (std::size_t v = 0; v < p.nodes.size(); ++v)
+        REQUIRE((got[s][v] >= 0 && std::size_t(got[s][v]) < p.nodes[v].configs.size()));
+      const auto c = to::cost_of(p, got[s]);
+      const double mine = lanes[s].a * double(c.memory) + lanes[s].b * double(c.time);
+      // float lanes: optimal up to rounding (scores are scaled near 1)
+      CHECK(mine <= least[s] * (1 + 1e-5) + 1e-9);
+    }
+    repeated += rep;
+    ++tested;
+  }
+  CHECK(tested > 100 / rand_problem::brute_force_share);
+  CHECK(repeated > 20 / rand_problem::brute_force_share);
+  CHECK_THROWS_WITH_AS(to::detail::multi_weight_optima(rand_problem::random_problem(rng, 0, 3, 2, true), {}),
+                       doctest::Contains("give 1 to 64 lanes"), to::invalid_argument);
+}
+
+TEST_CASE("layouts of weighted-sum optima: every optimum a strategy of the restricted problem, points re-cost") {
+  std::mt19937_64 rng(41);
+  int tested = 0, smaller = 0, behind = 0;
+  for (int it = 0; it < 300 / rand_problem::brute_force_share; ++it) {
+    const int kind = int(rng() % 6), nodes = 3 + int(rng() % 5);
+    const auto p = rand_problem::random_problem(rng, kind, nodes, 4, true);
+    if (strategies(p) > 20000) continue;
+    CAPTURE(it);
+    const auto lr = to::restrict_layouts(p, {}, 1 + std::size_t(it % 24));
+    REQUIRE(lr.kept.size() == p.nodes.size());
+    CHECK(lr.lanes >= to::first_pass_lanes);
+    CHECK(lr.strategies.size() == lr.lanes);
+    const auto cls = to::detail::layout_classes(p);
+    for (std::size_t v = 0; v < p.nodes.size(); ++v) {
+      REQUIRE(!lr.kept[v].empty());
+      CHECK(std::is_sorted(lr.kept[v].begin(), lr.kept[v].end()));
+      // a layout is kept whole: every config of a kept config's class is kept
+      for (std::size_t c = 0; c < cls[v].size(); ++c) {
+        const bool kept = std::binary_search(lr.kept[v].begin(), lr.kept[v].end(), int(c));
+        for (int d : lr.kept[v]) CHECK((cls[v][std::size_t(d)] != cls[v][c] || kept));
+      }
+    }
+    // every optimum found (no memory limit: all count) takes kept configs only
+    for (const auto& st : lr.strategies)
+      for (std::size_t v = 0; v < p.nodes.size(); ++v)
+        CHECK(std::binary_search(lr.kept[v].begin(), lr.kept[v].end(), st[v]));
+    const auto whole = brute_force(p);
+    const auto part = brute_force(lr.restricted);
+    // the restricted problem's strategies are strategies of p at the same costs
+    for (const auto& q : part) {
+      bool at_or_behind = false;
+      for (const auto& e : whole) at_or_behind = at_or_behind || (e.memory <= q.memory && e.time <= q.time);
+      CHECK(at_or_behind);
+    }
+    // the two extremes of the whole frontier are kept: its least memory and its least time
+    CHECK(part.front().memory == whole.front().memory);
+    CHECK(part.back().time == whole.back().time);
+    // and the search through the restricted problem maps back to p's configs at the same costs
+    const auto r = to::solve(lr.restricted);
+    for (const auto& q : r.points) {
+      const auto c = to::cost_of(p, lr.to_full(q.choice));
+      CHECK(c.time == q.time);
+      CHECK(c.memory == q.memory);
+    }
+    smaller += lr.configs() < std::size_t([&] {
+      std::size_t n = 0;
+      for (const auto& nd : p.nodes) n += nd.configs.size();
+      return n;
+    }());
+    behind += part != whole;
+    ++tested;
+  }
+  CHECK(tested > 150 / rand_problem::brute_force_share);
+  // the restriction drops configs on some problems, and loses frontier points on some: it is
+  // a restriction, not a bound
+  CHECK(smaller > 0);
+  CHECK(behind > 0);
+}
+
+TEST_CASE("layouts of weighted-sum optima: a repeated block's instances keep equal configs and still power") {
+  std::mt19937_64 rng(42);
+  int tested = 0;
+  for (int it = 0; it < 60; ++it) {
+    const int pre = int(rng() % 3), suf = int(rng() % 3), m = 1 + int(rng() % 3), L = 3 + int(rng() % 4);
+    const auto g = random_repeated(rng, pre, L, m, suf, 4, false);
+    CAPTURE(it);
+    REQUIRE(to::check_repeated(g.p, g.rb) == "");
+    const auto lr = to::restrict_layouts(g.p, g.rb, 1 + std::size_t(it % 6));
+    for (std::size_t j = 0; j < g.rb.instances[0].size(); ++j)
+      for (const auto& inst : g.rb.instances)
+        CHECK(lr.kept[std::size_t(inst[j])] == lr.kept[std::size_t(g.rb.instances[0][j])]);
+    REQUIRE(to::check_repeated(lr.restricted, g.rb) == "");
+    const auto r = to::solve_repeated(lr.restricted, g.rb, {.epsilon = 0.05});
+    for (const auto& q : r.points) {
+      const auto c = to::cost_of(g.p, lr.to_full(q.choice));
+      CHECK(c.time == q.time);
+      CHECK(c.memory == q.memory);
+    }
+    ++tested;
+  }
+  CHECK(tested == 60);
+  CHECK_THROWS_WITH_AS(to::restrict_layouts(rand_problem::random_problem(rng, 0, 3, 2, true), {}, 0),
+                       doctest::Contains("lanes must be 1 to 56"), to::invalid_argument);
 }
 }  // namespace search_repeated_test_file

@@ -1,0 +1,242 @@
+// Fast mode's layout restriction: each node's configs limited to the layouts that
+// weighted-sum optima of the unrestricted problem take there.
+//
+// Why. A model whose non-repeated parts are large (a CNN's stem and the stages before its
+// longest run of identical blocks: on wresnet-13b, 101 ops whose activations have 41-99
+// layouts on 8 x 8 devices) spends nearly all of fast mode's time in the general engine's
+// tables of those parts (pair factors of up to 198 x 198 cells, each a union over up to 198
+// configs). Yet the plans on the frontier take few of those layouts: on wresnet-13b (8 x 8
+// V100-16GB, 16 micro-batches, epsilon 0.05) each op's 1,301 frontier plans take 2-8 of its
+// layouts, each residual block's boundary 2-5 of 41-99.
+//
+// What. `restrict_layouts` finds weighted-sum optima (each the strategy of least memory +
+// w x time for one weight w) of the whole problem, all in two passes of one vector search
+// (detail/multi_weight.hpp: one lane per weight), and keeps at every node the configs whose
+// layout one of them takes there, every recompute and optimizer-sharding variant included.
+// The first pass finds the extremes (least memory, least time) and six weights over fifteen
+// decades; the second `lanes` weights spread evenly in log over four decades either side of
+// the extremes' slope (about three a decade at 24). A layout is a class of a node's configs
+// with the same edge times to every config of every neighbour (edge time depends on layouts
+// alone; recompute and sharding change node costs and edge memory). Where a repeated block
+// is given, its instances keep the same configs at each position (the union over them), so
+// they stay identical and can still be powered.
+//
+// What it costs. It is a restriction, not a bound: plans that take other layouts are not
+// searched. Each optimum found is a plan of the restricted problem, so at those weights the
+// restricted frontier is as good as the unrestricted one; between them it can lie behind.
+// Measured on wresnet-13b (above; `search_bench --problem F --restrict-layouts 24 --epsilon
+// 0.05 --memory-gib 16`, F from `tensoropt-plan --model wresnet-13b --micro-batches K
+// --problem-json F`), against fast mode on the whole problem at the same epsilon: with 24
+// lanes every point of the whole frontier has a restricted one at no more memory within
+// 0.76 % in time at k = 16 and 0.90 % at k = 64; with 16 lanes 1.2 % and 11 % (the grid then
+// misses the layouts of a stretch of k = 64's frontier).
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <utility>
+#include <string>
+#include <vector>
+#include "problem.hpp"
+#include "frontier.hpp"
+#include "detail/multi_weight.hpp"
+
+namespace tensoropt {
+
+/// A problem on a subset of another's configs, and the way back.
+struct layout_restriction {
+  problem restricted;                 ///< the kept configs of every node, with their edges
+  std::vector<std::vector<int>> kept; ///< kept[v]: the configs of the full problem kept at v, ascending
+  std::size_t lanes = 0;              ///< weights searched, both passes
+  std::size_t optima = 0;             ///< distinct optima within the memory limit
+  /// The optima's strategies (configs of the full problem), one per weight searched.
+  std::vector<std::vector<int>> strategies;
+  /// The configs of the full problem that a strategy of `restricted` takes.
+  std::vector<int> to_full(const std::vector<int>& choice) const {
+    std::vector<int> out(choice.size());
+    for (std::size_t v = 0; v < choice.size(); ++v) out[v] = kept[v][std::size_t(choice[v])];
+    return out;
+  }
+  /// The number of configs kept, over all nodes.
+  std::size_t configs() const {
+    std::size_t n = 0;
+    for (const auto& k : kept) n += k.size();
+    return n;
+  }
+};
+
+/// Weights of restrict_layouts' first pass: the two extremes and six over fifteen decades.
+inline constexpr std::size_t first_pass_lanes = 8;
+
+namespace detail {
+
+/// Per node, the layout class of each config: configs with equal edge times to every config
+/// of every neighbour share one (numbered by first occurrence).
+inline std::vector<std::vector<int>> layout_classes(const problem& p) {
+  std::vector<std::vector<const problem_edge*>> out(p.nodes.size()), in(p.nodes.size());
+  for (const auto& e : p.edges) {
+    out[std::size_t(e.from)].push_back(&e);
+    in[std::size_t(e.to)].push_back(&e);
+  }
+  std::vector<std::vector<int>> cls(p.nodes.size());
+  for (std::size_t v = 0; v < p.nodes.size(); ++v) {
+    const std::size_t n = p.nodes[v].configs.size();
+    std::map<std::vector<cost_t>, int> seen;
+    cls[v].resize(n);
+    std::vector<cost_t> key;
+    for (std::size_t c = 0; c < n; ++c) {
+      key.clear();
+      for (const auto* e : out[v]) {
+        const std::size_t dt = p.nodes[std::size_t(e->to)].configs.size();
+        key.insert(key.end(), e->time.begin() + std::ptrdiff_t(c * dt), e->time.begin() + std::ptrdiff_t((c + 1) * dt));
+      }
+      for (const auto* e : in[v]) {
+        const std::size_t df = p.nodes[std::size_t(e->from)].configs.size();
+        for (std::size_t a = 0; a < df; ++a) key.push_back(e->time[a * n + c]);
+      }
+      cls[v][c] = seen.try_emplace(key, int(seen.size())).first->second;
+    }
+  }
+  return cls;
+}
+
+/// `p` on the configs kept[v] (ascending) of every node.
+inline problem restricted_problem(const problem& p, const std::vector<std::vector<int>>& kept) {
+  problem q;
+  q.memory_offset = p.memory_offset;
+  q.nodes.resize(p.nodes.size());
+  for (std::size_t v = 0; v < p.nodes.size(); ++v) {
+    q.nodes[v].name = p.nodes[v].name;
+    for (int c : kept[v]) q.nodes[v].configs.push_back(p.nodes[v].configs[std::size_t(c)]);
+  }
+  q.edges.reserve(p.edges.size());
+  for (const auto& e : p.edges) {
+    const auto& ka = kept[std::size_t(e.from)];
+    const auto& kb = kept[std::size_t(e.to)];
+    const std::size_t db = p.nodes[std::size_t(e.to)].configs.size();
+    problem_edge f;
+    f.from = e.from;
+    f.to = e.to;
+    f.time.reserve(ka.size() * kb.size());
+    f.memory.reserve(ka.size() * kb.size());
+    for (int a : ka)
+      for (int b : kb) {
+        f.time.push_back(e.time[std::size_t(a) * db + std::size_t(b)]);
+        f.memory.push_back(e.memory[std::size_t(a) * db + std::size_t(b)]);
+      }
+    q.edges.push_back(std::move(f));
+  }
+  return q;
+}
+
+}  // namespace detail
+
+/// The restriction of the header: `p` (valid) on the layouts of weighted-sum optima found by
+/// two passes of detail::multi_weight_optima: the extremes (least memory, least time) and six
+/// weights over fifteen decades, then `lanes` (1 to 56) weights spaced evenly in log over
+/// [1e-4 s, 1e4 s], s the slope between the extremes (memory per time). The instances of
+/// `rb` (empty: none) keep equal configs at each position; optima above `memory_limit` keep
+/// no layout (they lie on no frontier under the limit).
+inline layout_restriction restrict_layouts(const problem& p, const repeated_block& rb, std::size_t lanes,
+                                           cost_t memory_limit = std::numeric_limits<cost_t>::max()) {
+  detail::require(lanes >= 1 && lanes <= 56, "restrict_layouts: lanes must be 1 to 56");
+  layout_restriction r;
+  struct optimum {
+    cost_t time = 0, memory = 0;
+    std::vector<int> choice;
+  };
+  std::vector<optimum> found;
+  auto take = [&](std::vector<std::vector<int>> choices) {
+    for (auto& c : choices) {
+      const auto k = cost_of(p, c);
+      found.push_back({k.time, k.memory, std::move(c)});
+    }
+  };
+  // pass 1: the extremes, and weights from 1e-12 to 1e3 bytes per picosecond
+  std::vector<detail::weight_lane> first{{1, 0}, {0, 1}};
+  for (int e = -12; e <= 3; e += 3) first.push_back({1, std::pow(10.0, e)});
+  static_assert(first_pass_lanes == 8);  // the list above
+  take(detail::multi_weight_optima(p, first));
+  r.lanes = first.size();
+  const optimum& least_memory = found[0];
+  const optimum& least_time = found[1];
+  if (least_memory.memory < least_time.memory && least_memory.time > least_time.time) {
+    const double slope = double(least_time.memory - least_memory.memory) / double(least_memory.time - least_time.time);
+    std::vector<detail::weight_lane> grid;
+    for (std::size_t i = 0; i < lanes; ++i) {
+      const double e = lanes == 1 ? 0.0 : -4.0 + 8.0 * double(i) / double(lanes - 1);
+      grid.push_back({1, slope * std::pow(10.0, e)});
+    }
+    take(detail::multi_weight_optima(p, grid));
+    r.lanes += grid.size();
+  }
+  // the layouts the optima within the memory limit take
+  const auto cls = detail::layout_classes(p);
+  std::vector<std::vector<char>> used(p.nodes.size());
+  for (std::size_t v = 0; v < p.nodes.size(); ++v) used[v].assign(p.nodes[v].configs.size(), 0);
+  std::vector<std::pair<cost_t, cost_t>> distinct;
+  for (const auto& o : found) {
+    if (o.memory > memory_limit) continue;
+    distinct.push_back({o.memory, o.time});
+    for (std::size_t v = 0; v < p.nodes.size(); ++v) {
+      const int c = cls[v][std::size_t(o.choice[v])];
+      for (std::size_t x = 0; x < cls[v].size(); ++x)
+        if (cls[v][x] == c) used[v][x] = 1;
+    }
+  }
+  std::sort(distinct.begin(), distinct.end());
+  r.optima = std::size_t(std::unique(distinct.begin(), distinct.end()) - distinct.begin());
+  // nothing fits: keep the least-memory optimum's layouts (the restricted search then says so)
+  if (r.optima == 0)
+    for (std::size_t v = 0; v < p.nodes.size(); ++v) {
+      const int c = cls[v][std::size_t(found[0].choice[v])];
+      for (std::size_t x = 0; x < cls[v].size(); ++x)
+        if (cls[v][x] == c) used[v][x] = 1;
+    }
+  // identical instances keep equal configs at each position (configs aligned by index), and
+  // so do the positions of one kin (the same layouts config for config: fast mode may hold
+  // them to the boundary's layout, repeated_block::kin), among nodes with as many configs
+  auto unite = [&](const std::vector<std::size_t>& nodes) {
+    std::vector<std::size_t> done;
+    for (std::size_t a : nodes) {
+      if (std::find(done.begin(), done.end(), a) != done.end()) continue;
+      std::vector<std::size_t> same;
+      for (std::size_t b : nodes)
+        if (used[b].size() == used[a].size()) same.push_back(b);
+      std::vector<char> u(used[a].size(), 0);
+      for (std::size_t b : same)
+        for (std::size_t x = 0; x < u.size(); ++x) u[x] = char(u[x] | used[b][x]);
+      for (std::size_t b : same) used[b] = u;
+      done.insert(done.end(), same.begin(), same.end());
+    }
+  };
+  if (!rb.instances.empty()) {
+    const std::size_t m = rb.instances[0].size();
+    auto position = [&](std::size_t j) {
+      std::vector<std::size_t> nodes;
+      for (const auto& inst : rb.instances) nodes.push_back(std::size_t(inst[j]));
+      return nodes;
+    };
+    for (std::size_t j = 0; j < m; ++j) unite(position(j));
+    if (rb.kin.size() == m)
+      for (std::size_t j = 0; j < m; ++j) {
+        std::vector<std::size_t> nodes;
+        for (std::size_t q = 0; q < m; ++q)
+          if (rb.kin[q] == rb.kin[j]) {
+            const auto more = position(q);
+            nodes.insert(nodes.end(), more.begin(), more.end());
+          }
+        unite(nodes);
+      }
+  }
+  for (const auto& o : found) r.strategies.push_back(o.choice);
+  r.kept.resize(p.nodes.size());
+  for (std::size_t v = 0; v < p.nodes.size(); ++v)
+    for (std::size_t x = 0; x < used[v].size(); ++x)
+      if (used[v][x]) r.kept[v].push_back(int(x));
+  r.restricted = detail::restricted_problem(p, r.kept);
+  return r;
+}
+
+}  // namespace tensoropt
