@@ -46,6 +46,7 @@ struct plan_bench_options {
   std::optional<long> micro_batches;
   bool no_check = false;
   bool no_job_bounds = false;
+  bool all_layouts = false;
   bool progress = false;
   bool help = false;
 };
@@ -63,6 +64,8 @@ struct to::reflection<plan_bench_options> {
           .meta("K"),
       to::field("no-check", &o::no_check, "leave out fast mode's restriction check"),
       to::field("no-job-bounds", &o::no_job_bounds, "search every micro-batch count alone (no bounds between them)"),
+      to::field("all-layouts", &o::all_layouts, "fast mode keeps every layout (no layout restriction; "
+                                                "plan/search_mode.hpp)"),
       to::field("progress", &o::progress, "print each micro-batch count's problem and times to stderr"),
       to::field("help", &o::help, "print this help"));
 };
@@ -95,6 +98,7 @@ int main(int argc, char** argv) {
     o.mode = mode;
     o.check_restriction = check;
     o.job_bounds = !opt.no_job_bounds;
+    if (opt.all_layouts) o.layout_lanes = 0;
     if (opt.progress) o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
     o.solve.memory_limit = to::to_byte_count(cl.gpu_spec.capacity);
     if (fixed_k) o.micro_batches = {fixed_k};

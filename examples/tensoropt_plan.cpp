@@ -349,6 +349,7 @@ to::planner_options make_options(const to::plan_cli& c, const to::cluster& cl) {
   o.mode = to::parse_search_mode(c.mode);
   if (c.threads) o.threads = std::size_t(*c.threads);
   o.baselines = !c.no_baselines;
+  if (c.all_layouts) o.layout_lanes = 0;
   if (!c.quiet) o.progress = [](const std::string& s) { std::fprintf(stderr, "  %s\n", s.c_str()); };
   return o;
 }

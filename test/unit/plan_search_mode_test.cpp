@@ -3,8 +3,11 @@
 #include <doctest/doctest.h>
 #include <tensoropt/models/zoo.hpp>
 #include <tensoropt/plan/planner.hpp>
+#include <algorithm>
 #include <limits>
 #include <random>
+#include <string>
+#include <vector>
 
 // File-local: the unit tests of an area are built as one unity translation unit.
 namespace plan_search_mode_test_file {
@@ -295,6 +298,79 @@ TEST_CASE("the planner says which mode ran and why") {
   o.micro_batches = {cnn.batch};
   const auto v = to::plan_frontier(cnn.lower(), zoo_cluster(cnn, 2), o);
   CHECK(v.mode_notes[0].find("no repeat<>") != std::string::npos);
+}
+
+TEST_CASE("fast mode's layout restriction: stated, real plans, near fast mode with every layout") {
+  // wresnet-1b: 17 blocks of a CNN outside its 22 identical ones, so under epsilon fast mode
+  // limits each op to the layouts of weighted-sum optima (measured: within 0.58 % in time)
+  const auto& m = to::models::find("wresnet-1b");
+  const auto cl = zoo_cluster(m, 4);
+  to::planner_options o;
+  o.micro_batches = {16};
+  o.baselines = false;
+  o.runtime_peak = false;  // the searches' own frontiers
+  o.mode = to::search_mode::fast;
+  o.solve.epsilon = 0.05;
+  o.solve.memory_limit = to::cost_t(cl.gpu_spec.capacity.value);
+  const auto lim = to::plan_frontier(m.lower(), cl, o);
+  REQUIRE(lim.mode_notes.size() == 1);
+  CHECK(lim.mode_notes[0].find("each op limited to the layouts that weighted-sum optima") != std::string::npos);
+  REQUIRE(!lim.points.empty());
+  for (std::size_t i = 0; i < lim.points.size(); ++i) {
+    const auto c = to::cost_of(lim.problem_of(i).prob, lim.points[i].choice);
+    CHECK(c.time == lim.points[i].time);
+    CHECK(c.memory == lim.points[i].memory);
+  }
+  o.layout_lanes = 0;
+  const auto all = to::plan_frontier(m.lower(), cl, o);
+  CHECK(all.mode_notes[0].find("limited to the layouts") == std::string::npos);
+  // every point of the unlimited frontier has one of the limited at no more memory, within 2 %
+  // in time (the two are each within epsilon of their own exact frontiers)
+  std::size_t fewer_configs_used = 0;
+  for (const auto& q : all.points) {
+    double best = HUGE_VAL;
+    for (const auto& r : lim.points)
+      if (r.memory <= q.memory) best = std::min(best, double(r.time));
+    CHECK(best <= 1.02 * double(q.time));
+    fewer_configs_used += best > double(q.time);
+  }
+  // and it is a restriction: somewhere it is behind
+  CHECK(fewer_configs_used > 0);
+  // exact mode (epsilon 0) keeps every layout
+  o.layout_lanes = 24;
+  o.solve.epsilon = 0;
+  o.micro_batches = {64};
+  const auto exact_eps = to::plan_frontier(to::models::find("wresnet-250m").lower(), zoo_cluster(to::models::find("wresnet-250m"), 2), o);
+  CHECK(exact_eps.mode_notes[0].find("limited to the layouts") == std::string::npos);
+}
+
+TEST_CASE("a long search at epsilon 0 says once which option bounds the error and prunes it") {
+  const auto& m = to::models::find("gpt3-125m");
+  const auto cl = zoo_cluster(m, 2);
+  to::planner_options o;
+  o.micro_batches = {32, 64};
+  o.baselines = false;
+  o.runtime_peak = false;
+  std::vector<std::string> lines;
+  o.progress = [&](const std::string& s) { lines.push_back(s); };
+  auto hints = [&] {
+    return std::count_if(lines.begin(), lines.end(), [](const std::string& s) {
+      return s.find("still searching") != std::string::npos && s.find("--epsilon 0.05") != std::string::npos;
+    });
+  };
+  o.slow_hint_after_s = 1e-9;  // every search counts as long
+  to::plan_frontier(m.lower(), cl, o);
+  CHECK(hints() == 1);  // once, though two counts search
+  lines.clear();
+  o.slow_hint_after_s = 0;  // never
+  to::plan_frontier(m.lower(), cl, o);
+  CHECK(hints() == 0);
+  lines.clear();
+  o.slow_hint_after_s = 1e-9;
+  o.solve.epsilon = 0.05;  // the error is bounded already
+  to::plan_frontier(m.lower(), cl, o);
+  CHECK(hints() == 0);
+  CHECK(!lines.empty());
 }
 
 TEST_CASE("planner results do not depend on the number of threads") {

@@ -43,6 +43,7 @@ struct plan_cli {
   bool pipeline = false;                ///< search pipeline stages too (plan/pipeline_planner.hpp)
   bool no_baselines = false, quiet = false, help = false;
   bool all_points = false;  ///< table, plot and HTML show every point, not a 1 % cover
+  bool all_layouts = false; ///< fast mode keeps every layout (planner_options::layout_lanes = 0)
   // the software stack the cost model assumes (cost_options)
   std::string attention = "materialized";  ///< attention cores: materialized or fused
   bool fused_bn_relu = false, local_batch_norm = false, linear_bias_pass = false, regenerate_dropout = false;
@@ -113,6 +114,9 @@ struct reflection<plan_cli> {
       field("html", &c::html, "report of the frontier").meta("FILE"),
       field("all-points", &c::all_points, "show every frontier point in the table, plot and HTML; default: a "
                                           "cover, every point within 1 % in time of a shown one with no more memory"),
+      field("all-layouts", &c::all_layouts, "fast mode keeps every layout of every op; default: under --epsilon, "
+                                            "where the parts outside the identical layers are large, each op keeps "
+                                            "the layouts of weighted-sum optima (the mode line says so)"),
       field("attention", &c::attention, "software stack: attention cores materialized (scores, softmax and "
                                         "dropout written to memory) or fused (FlashAttention-style)")
           .one_of("materialized|fused").meta("KIND"),
@@ -171,7 +175,7 @@ inline plan_cli parse_plan_cli(int argc, const char* const* argv) {
         "model",         "devices",    "nodes",        "gpus-per-node", "gpu",      "gpu-file",
         "precision",     "batch",      "device-counts", "time-target",  "problem-json", "no-baselines",
         "save-plan",     "strategy",   "attention",     "fused-bn-relu", "local-batch-norm", "linear-bias-pass",
-        "regenerate-dropout", "overlap-grad-sync"};
+        "regenerate-dropout", "overlap-grad-sync", "all-layouts"};
     for (auto f : model_flags)
       if (g.has(f))
         throw invalid_argument("--" + std::string(f) + " does not apply to --solve, which reads the problem "

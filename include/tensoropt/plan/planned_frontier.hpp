@@ -54,6 +54,7 @@ struct plan_part {
   std::string why;                        ///< why that mode (or why the k was skipped)
   restriction_check check;                ///< fast mode: the check of its restriction
   repeated_block block;                   ///< the identical layers the mode found (none: empty)
+  bool layouts_limited = false;           ///< fast mode's layout restriction ran (plan/search_mode.hpp)
 };
 
 struct planned_frontier {

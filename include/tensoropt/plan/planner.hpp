@@ -89,6 +89,10 @@ struct planner_options {
   std::size_t threads = 0;            ///< problems solved at once (one per k); 0 = every core
   search_mode mode = search_mode::automatic;  ///< exact, fast or chosen per problem
   bool check_restriction = true;      ///< fast mode: compare with weighted-sum optima
+  /// Fast mode under epsilon, where the parts outside the identical layers are large
+  /// (plan/search_mode.hpp's layouts_restricted): each op limited to the layouts of
+  /// weighted-sum optima at this many weights (search/layout_restriction.hpp); 0: never.
+  std::size_t layout_lanes = 24;
   /// Fast-mode searches bound each other (search/repeated.hpp's repeated_bounds): each takes
   /// the points guaranteed by the searches before it in a fixed order (largest k first);
   /// false: every search runs alone (the same union with epsilon 0).
@@ -100,6 +104,11 @@ struct planner_options {
   peak_search_gate peak_search{};
   /// Progress lines ("k=4: 312 configs ... solved in 0.21 s"); empty: silent.
   std::function<void(const std::string&)> progress;
+  /// With progress, at epsilon 0: once the planning has run this many seconds, one line
+  /// says so and names the option that bounds the error and prunes the search (--epsilon);
+  /// 0: never. An exact search of a large model can run for hours, and the progress lines
+  /// alone do not say what would make it finish.
+  double slow_hint_after_s = 60;
 };
 
 namespace detail {
@@ -217,6 +226,7 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
     wait_idle(lock, [&] { return out_before(pos) == 0; });
     return points_before(pos);
   };
+  std::atomic<bool> slow_hinted{false};  // the note of slow_hint_after_s was given
   std::atomic<std::size_t> next{0};
   std::atomic<std::size_t> next_check{0};  // the tail's next restriction check
   std::size_t done = 0;
@@ -232,6 +242,9 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
       "skipped: beaten by the points of the larger micro-batch counts, which lie at or below a lower bound of "
       "every strategy (each layer at its least cost, found after the layers' tables)";
   // whether the points of the counts before a job lie at or below that lower bound of its problem
+  static constexpr const char* covered_note =
+      "fast mode, skipped before its layout restriction's second pass: points of the counts before it lie within "
+      "(1 + epsilon) of a lower bound of every strategy (weighted-sum optima of the whole problem at 8 weights)";
   auto beaten_by = [&](const problem& q, const std::vector<frontier::point>& before) {
     return detail::all_dominated(detail::edge_free_bound(q, opt.solve.memory_limit), before);
   };
@@ -305,7 +318,7 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
       auto& part = pf.parts[to_check[i]];
       auto tc = std::chrono::steady_clock::now();
       part.check = check_restriction(part.built->prob, part.frontier, opt.solve.memory_limit, returned,
-                                     part.block.instances.empty() ? nullptr : &part.block);
+                                     part.block.instances.empty() ? nullptr : &part.block, part.layouts_limited);
       part.check_seconds = detail::seconds_since(tc);
     } catch (...) {
       std::lock_guard lock(mu);
@@ -411,7 +424,15 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
         auto last = std::chrono::steady_clock::now();
         auto report_as = [&](const char* what) {
           return [&, what](const search_progress& sp) {
-            if (!opt.progress || detail::seconds_since(last) < 2) return;
+            if (!opt.progress) return;
+            if (so.epsilon == 0 && opt.slow_hint_after_s > 0 && !slow_hinted.load(std::memory_order_relaxed) &&
+                detail::seconds_since(t0) >= opt.slow_hint_after_s && !slow_hinted.exchange(true)) {
+              std::lock_guard lock(mu);
+              say("  note: still searching after " + std::to_string(int(detail::seconds_since(t0))) +
+                  " s at epsilon 0 (exact); --epsilon 0.05 bounds the error instead (a plan within 5 % of "
+                  "the fastest at every memory, memory exact) and prunes most of the search");
+            }
+            if (detail::seconds_since(last) < 2) return;
             last = std::chrono::steady_clock::now();
             std::lock_guard lock(mu);
             say("  micro-batches " + std::to_string(k) + ": " + what + std::to_string(sp.eliminated) + "/" +
@@ -461,7 +482,50 @@ inline planned_frontier plan_frontier(const op_graph& g, const cluster& cl, cons
               };
             }
           }
-          part.frontier = solve_repeated(built->prob, mc.block, so, rbd);
+          // fast mode's layout restriction (plan/search_mode.hpp, "The layouts"): the search
+          // runs on the restricted problem, its points' configs mapped back. Its first pass
+          // bounds every strategy of the count from below: where the points the counts before
+          // it have published so far cover that bound within epsilon, the count is skipped
+          // now, and the same test on all of them skips it later (skip_within; monotone, so
+          // the outcome does not depend on which points were in first)
+          std::optional<weighted_optima> first;
+          std::optional<layout_restriction> lr;
+          bool skipped_now = false;
+          if (opt.layout_lanes > 0 && layouts_restricted(built->prob, mc.block, so.epsilon)) {
+            first = first_pass(built->prob);
+            if (opt.job_bounds && pos > 0) {
+              std::vector<frontier::point> now;
+              {
+                std::lock_guard lock(mu);
+                now = points_before(pos);
+              }
+              skipped_now = covered_by(*first, now, so.epsilon, so.memory_limit);
+            }
+            if (!skipped_now) {
+              lr = restrict_layouts(built->prob, mc.block, opt.layout_lanes, so.memory_limit, &*first);
+              part.why += layouts_restriction_note(opt.layout_lanes);
+              part.layouts_limited = true;
+              if (opt.job_bounds && pos > 0)
+                rbd.skip_within = [&](const std::vector<frontier::point>& before) {
+                  return covered_by(*first, before, so.epsilon, so.memory_limit) ? std::string(covered_note)
+                                                                                  : std::string();
+                };
+            }
+          }
+          if (skipped_now) {
+            publish(pos, {});
+            part.frontier = frontier_result{};
+            part.frontier.epsilon = so.epsilon;
+            part.frontier.exact = false;
+            part.frontier.restricted = true;
+            part.frontier.skipped = true;
+            part.frontier.note = covered_note;
+          } else {
+            part.frontier = solve_repeated(lr ? lr->restricted : built->prob, mc.block, so, rbd);
+          }
+          if (lr)
+            for (auto& q : part.frontier.points)
+              if (!q.choice.empty()) q.choice = lr->to_full(q.choice);
           if (part.frontier.skipped) part.why = part.frontier.note;
         } else if (folds) {
           // exact, identical layers folded once; bounded by its own fast-mode points and those

@@ -35,6 +35,15 @@
 // weight is compared with it. Weights: 0, the frontier's overall slope x {1/4, 1, 4},
 // and memory alone; a weight whose optimum does not fit the memory limit is skipped.
 // `gap` is the largest relative excess found (0: the restriction cost nothing there).
+//
+// The layouts. Under epsilon > 0, where the parts outside the identical layers hold more
+// than four layers' nodes (a CNN's stem and first stages: their general-engine tables take
+// nearly all of fast mode's time), fast mode also limits each op to the layouts that
+// weighted-sum optima of the unrestricted problem take there, found in two vector passes
+// (search/layout_restriction.hpp, which gives its cost and what it loses: on wresnet-13b,
+// 8 x 8 V100-16GB, one count's search 14-22 s -> 1.1-1.8 s, every point of the unlimited
+// fast frontier matched within 0.9 % in time at no more memory). The mode line says so, and
+// the check above measures the two restrictions together.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -42,6 +51,7 @@
 #include <vector>
 #include "../model/graph.hpp"
 #include "../search/repeated.hpp"
+#include "../search/layout_restriction.hpp"
 #include "../search/repeated_exact.hpp"
 
 namespace tensoropt {
@@ -188,18 +198,43 @@ inline mode_choice choose_mode(const problem& p, const op_graph& g, search_mode 
   return c;
 }
 
+/// Whether fast mode also limits each op to the layouts of weighted-sum optima of the
+/// unrestricted problem (search/layout_restriction.hpp; "The layouts", above): under epsilon
+/// > 0, where the parts outside the identical middle layers of `rb` hold more than four
+/// layers' nodes, so that their general-engine tables take the time.
+inline bool layouts_restricted(const problem& p, const repeated_block& rb, double epsilon) {
+  if (epsilon <= 0 || rb.instances.size() < 3) return false;
+  const double layer = double(rb.instances[0].size());
+  const double outside = double(p.nodes.size()) - double(rb.instances.size() - 2) * layer;
+  return outside > 4 * layer;
+}
+
+/// The mode line's words for that restriction with `lanes` weights in its second pass.
+inline std::string layouts_restriction_note(std::size_t lanes) {
+  return "; each op limited to the layouts that weighted-sum optima of the unrestricted problem take at " +
+         std::to_string(first_pass_lanes + lanes) + " weights (epsilon > 0 and parts outside the identical layers larger than "
+         "four of them)";
+}
+
 /// The outcome of checking a restricted frontier against the unrestricted problem.
 struct restriction_check {
   std::size_t weights = 0, compared = 0;  ///< weights tried, and compared (optimum fits the limit)
   double gap = 0;                          ///< largest (restricted - optimum) / optimum at a weight
+  /// > 0: the optima came from one vector pass in float arithmetic (detail/multi_weight.hpp),
+  /// each within this relative amount of exact, so the gap may be that much too small
+  double float_slack = 0;
   std::string describe() const {
     if (weights == 0) return "no point to check";
-    char b[160];
-    std::snprintf(b, sizeof b, "checked at %zu of %zu weighted-sum optima of the unrestricted problem: %s", compared,
-                  weights, gap == 0 ? "equal at every one" : "");
+    char b[200];
+    std::snprintf(b, sizeof b, "checked at %zu of %zu weighted-sum optima of the unrestricted problem%s: %s", compared,
+                  weights, float_slack > 0 ? " (found in float arithmetic)" : "", gap == 0 ? "equal at every one" : "");
     std::string s = b;
     if (gap > 0) {
       std::snprintf(b, sizeof b, "at most %.3g %% worse", 100 * gap);
+      s += b;
+    }
+    if (float_slack > 0) {
+      std::snprintf(b, sizeof b, " (within %.2g %% of exact)", 100 * float_slack);
       s += b;
     }
     return s;
@@ -210,9 +245,14 @@ struct restriction_check {
 /// of the unrestricted `p` for the weights of the header. `also`: costs of other points the
 /// caller returns with `r` (the planner's union over micro-batch counts, whose searches
 /// bound each other and so leave out of `r` what the others cover); the best of both counts.
+/// `vector_pass`: the optima come from one pass of detail::multi_weight_optima (float lanes,
+/// each optimum within 8 (nodes + edges + 1) 2^-24 of exact, relatively: the check's
+/// `float_slack`) instead of one exact search per weight; where the layout restriction ran
+/// (its own optima come from the same passes), whose exact checks took a third of
+/// wresnet-13b's planning (8 x 8 V100-16GB, epsilon 0.05).
 inline restriction_check check_restriction(const problem& p, const frontier_result& r, cost_t memory_limit,
                                            const std::vector<frontier::point>& also = {},
-                                           const repeated_block* block = nullptr) {
+                                           const repeated_block* block = nullptr, bool vector_pass = false) {
   restriction_check out;
   if (r.points.empty() && also.empty()) return out;
   std::vector<frontier::point> ends;
@@ -225,6 +265,27 @@ inline restriction_check check_restriction(const problem& p, const frontier_resu
   std::vector<double> ws{0};
   if (slope > 0) ws.insert(ws.end(), {slope / 4, slope, slope * 4});
   ws.push_back(-1);  // memory alone
+  if (vector_pass) {
+    // lane (a, b) scores a x memory + b x time: time + w x memory is (w, 1), memory alone (1, 0)
+    std::vector<detail::weight_lane> lanes;
+    for (double w : ws) lanes.push_back(w < 0 ? detail::weight_lane{1, 0} : detail::weight_lane{w, 1});
+    const auto optima = detail::multi_weight_optima(p, lanes);
+    out.float_slack = 8.0 * double(p.nodes.size() + p.edges.size() + 1) * std::ldexp(1.0, -24);
+    for (std::size_t s = 0; s < lanes.size(); ++s) {
+      ++out.weights;
+      const auto oc = cost_of(p, optima[s]);
+      if (oc.memory > memory_limit) continue;
+      ++out.compared;
+      auto score = [&](cost_t t, cost_t m) { return lanes[s].a * double(m) + lanes[s].b * double(t); };
+      double best = HUGE_VAL;
+      for (const auto& pt : r.points) best = std::min(best, score(pt.time, pt.memory));
+      for (const auto& pt : also)
+        if (pt.memory <= memory_limit) best = std::min(best, score(pt.time, pt.memory));
+      const double o = score(oc.time, oc.memory);
+      if (best > o) out.gap = std::max(out.gap, (best - o) / std::max(o, 1.0));
+    }
+    return out;
+  }
   // identical layers of p stay identical in every weighted sum (equal terms scale equally)
   const bool foldable = block && check_repeated(p, *block).empty();
   for (double w : ws) {

@@ -132,14 +132,85 @@ inline problem restricted_problem(const problem& p, const std::vector<std::vecto
 
 }  // namespace detail
 
+/// Weighted-sum optima of a problem: per weight (a lane: score a x memory + b x time), a
+/// strategy found by detail::multi_weight_optima, its exact cost, and a lower bound of every
+/// strategy's score in that lane.
+struct weighted_optima {
+  std::vector<detail::weight_lane> lanes;
+  std::vector<std::vector<int>> strategies;
+  std::vector<cost_t> time, memory;
+  /// per lane: no strategy of the problem scores below it (the found optimum's exact score
+  /// less the float rounding the vector pass may have made, see `first_pass`)
+  std::vector<double> floor;
+};
+
+/// restrict_layouts' first pass over `p` (valid): the extremes (least memory, least time)
+/// and six weights over fifteen decades. The floors: the lanes sum at most n = nodes + edges
+/// non-negative float terms, each within 2^-24 (rounded in conversion, product and sum), so
+/// a found strategy's float score is within 4 n 2^-24 of its exact score, relatively, and
+/// the exact optimum lies at most twice that below the found strategy's exact score.
+inline weighted_optima first_pass(const problem& p) {
+  weighted_optima w;
+  w.lanes = {{1, 0}, {0, 1}};
+  for (int e = -12; e <= 3; e += 3) w.lanes.push_back({1, std::pow(10.0, e)});
+  static_assert(first_pass_lanes == 8);  // the list above
+  w.strategies = detail::multi_weight_optima(p, w.lanes);
+  const double slack = 8.0 * double(p.nodes.size() + p.edges.size() + 1) * std::ldexp(1.0, -24);
+  for (std::size_t s = 0; s < w.lanes.size(); ++s) {
+    const auto c = cost_of(p, w.strategies[s]);
+    w.time.push_back(c.time);
+    w.memory.push_back(c.memory);
+    const double score = w.lanes[s].a * double(c.memory) + w.lanes[s].b * double(c.time);
+    w.floor.push_back(score * (1 - slack));
+  }
+  return w;
+}
+
+/// Whether the points `known` (real strategies, e.g. of other micro-batch counts) cover every
+/// strategy of the problem of `w` with memory <= `limit` within (1 + epsilon): for each such
+/// strategy x some k has k.memory <= x.memory and k.time <= (1 + epsilon) x.time. Tested on
+/// the lower bound the floors give ({x : a m + b t >= floor in every lane}): every corner of
+/// the region the points leave uncovered must lie below some lane's floor. Sound (the floors
+/// are lower bounds); false where it cannot tell.
+inline bool covered_by(const weighted_optima& w, std::vector<frontier::point> known, double epsilon, cost_t limit) {
+  if (known.empty() || w.lanes.empty()) return false;
+  std::sort(known.begin(), known.end(), [](const frontier::point& x, const frontier::point& y) {
+    return x.memory != y.memory ? x.memory < y.memory : x.time < y.time;
+  });
+  // outside the bound: a (memory, time) point some lane's floor excludes
+  auto outside = [&](double m, double t) {
+    for (std::size_t s = 0; s < w.lanes.size(); ++s) {
+      // a lane without time ignores it (0 x infinity would be NaN)
+      const double score = w.lanes[s].a * m + (w.lanes[s].b == 0 ? 0.0 : w.lanes[s].b * t);
+      if (score < w.floor[s]) return true;
+    }
+    return false;
+  };
+  // the uncovered region's maximal corners: memory below the first point's at any time, then
+  // between consecutive points' memories below the best time so far over (1 + epsilon)
+  const double inf = std::numeric_limits<double>::infinity();
+  if (!outside(double(known.front().memory) - 1, inf)) return false;
+  double best = inf;
+  for (std::size_t j = 0; j < known.size(); ++j) {
+    best = std::min(best, double(known[j].time));
+    const double next = j + 1 < known.size() ? double(known[j + 1].memory) - 1 : double(limit);
+    const double m = std::min(next, double(limit));
+    // just below the covered time: x.time < best / (1 + epsilon) is uncovered
+    if (!outside(m, std::nextafter(best / (1 + epsilon), 0.0))) return false;
+    if (next >= double(limit)) break;
+  }
+  return true;
+}
+
 /// The restriction of the header: `p` (valid) on the layouts of weighted-sum optima found by
-/// two passes of detail::multi_weight_optima: the extremes (least memory, least time) and six
-/// weights over fifteen decades, then `lanes` (1 to 56) weights spaced evenly in log over
-/// [1e-4 s, 1e4 s], s the slope between the extremes (memory per time). The instances of
-/// `rb` (empty: none) keep equal configs at each position; optima above `memory_limit` keep
-/// no layout (they lie on no frontier under the limit).
+/// two passes of detail::multi_weight_optima: `first_pass` (given, or made here), then
+/// `lanes` (1 to 56) weights spaced evenly in log over [1e-4 s, 1e4 s], s the slope between
+/// the extremes (memory per time). The instances of `rb` (empty: none) keep equal configs at
+/// each position; optima above `memory_limit` keep no layout (they lie on no frontier under
+/// the limit).
 inline layout_restriction restrict_layouts(const problem& p, const repeated_block& rb, std::size_t lanes,
-                                           cost_t memory_limit = std::numeric_limits<cost_t>::max()) {
+                                           cost_t memory_limit = std::numeric_limits<cost_t>::max(),
+                                           const weighted_optima* first = nullptr) {
   detail::require(lanes >= 1 && lanes <= 56, "restrict_layouts: lanes must be 1 to 56");
   layout_restriction r;
   struct optimum {
@@ -153,12 +224,12 @@ inline layout_restriction restrict_layouts(const problem& p, const repeated_bloc
       found.push_back({k.time, k.memory, std::move(c)});
     }
   };
-  // pass 1: the extremes, and weights from 1e-12 to 1e3 bytes per picosecond
-  std::vector<detail::weight_lane> first{{1, 0}, {0, 1}};
-  for (int e = -12; e <= 3; e += 3) first.push_back({1, std::pow(10.0, e)});
-  static_assert(first_pass_lanes == 8);  // the list above
-  take(detail::multi_weight_optima(p, first));
-  r.lanes = first.size();
+  {
+    const weighted_optima made = first ? weighted_optima{} : first_pass(p);
+    const weighted_optima& f = first ? *first : made;
+    for (std::size_t s = 0; s < f.lanes.size(); ++s) found.push_back({f.time[s], f.memory[s], f.strategies[s]});
+    r.lanes = f.lanes.size();
+  }
   const optimum& least_memory = found[0];
   const optimum& least_time = found[1];
   if (least_memory.memory < least_time.memory && least_memory.time > least_time.time) {

@@ -114,6 +114,11 @@ struct repeated_bounds {
   /// (plan/job_bounds.hpp). Taking it here rather than before the search lets the coarse
   /// per-layer solves run while the other searches are still to hand on their points.
   std::function<std::string(const std::vector<frontier::point>&)> skip_if;
+  /// As skip_if, where the points cover this search's strategies only within (1 + epsilon)
+  /// (the result is then not exact): the planner's test of fast mode's layout restriction
+  /// (search/layout_restriction.hpp's covered_by). Like skip_if, monotone: more points only
+  /// skip more.
+  std::function<std::string(const std::vector<frontier::point>&)> skip_within;
   /// With `known` and skip_epsilon: the most scalar searches of the layer (lines) the test
   /// before the coarse solves takes (detail/repeated_tables.hpp, layouts_covered_by_lines).
   std::size_t max_lines = 12;
@@ -220,6 +225,7 @@ inline frontier_result solve_repeated_split(const problem& p, const repeated_blo
   // and before its coarse pass, so that a search waits for the others as late as it can.
   std::vector<detail::candidate> others;
   std::string skip_reason;
+  bool skip_exact = true;  // skip_reason from skip_if (beaten outright), not skip_within
   auto staircase = [](const std::vector<frontier::point>& pts) {
     std::vector<detail::candidate> out;
     for (auto& q : pts) out.push_back({q.time, q.memory, -1, -1});
@@ -229,6 +235,10 @@ inline frontier_result solve_repeated_split(const problem& p, const repeated_blo
   auto take_known = [&] {
     const auto pts = bounds.known();
     if (bounds.skip_if) skip_reason = bounds.skip_if(pts);
+    if (skip_reason.empty() && bounds.skip_within) {
+      skip_reason = bounds.skip_within(pts);
+      skip_exact = false;
+    }
     others = staircase(pts);
   };
   // The whole search skipped: it returns nothing and guarantees nothing to the others.
@@ -255,6 +265,7 @@ inline frontier_result solve_repeated_split(const problem& p, const repeated_blo
     if (bounds.so_far && !(bounds.skip_epsilon > inner.epsilon)) {
       auto skipped_by = [&](const std::vector<frontier::point>& pts) {
         if (bounds.skip_if && !bounds.skip_if(pts).empty()) return true;
+        if (bounds.skip_within && !bounds.skip_within(pts).empty()) return true;
         std::size_t lines = 0;
         return detail::layouts_covered_by_lines(scalars, s, staircase(pts), limit, o.epsilon, max_bytes,
                                                 bounds.max_lines, lines) == detail::lines_outcome::covered;
@@ -283,7 +294,7 @@ inline frontier_result solve_repeated_split(const problem& p, const repeated_blo
       }
     }
     take_known();
-    if (!skip_reason.empty()) return skip_whole(skip_reason, true);
+    if (!skip_reason.empty()) return skip_whole(skip_reason, skip_exact);
     std::size_t lines = 0;
     const auto by_lines =
         detail::layouts_covered_by_lines(scalars, s, others, limit, o.epsilon, max_bytes, bounds.max_lines, lines);

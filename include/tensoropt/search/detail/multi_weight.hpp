@@ -60,24 +60,33 @@ TENSOROPT_LANES_CLONES void lane_cells(const float* const* tab, std::size_t J, c
       best[s] = std::numeric_limits<float>::infinity();
       arg[s] = 0;
     }
+    // the rows: one fused pass per config of v over the lanes (sum, compare, keep), the
+    // joined factors' rows read in order (v's config is their second-fastest index)
     const float* a = tab[0] + base[0] * row;
     const float* b = J > 1 ? tab[1] + base[1] * row : nullptr;
-    for (std::size_t cv = 0; cv < dv; ++cv, a += SP) {
-      if (b) {
-        for (std::size_t s = 0; s < SP; ++s) acc[s] = a[s] + b[s];
-        b += SP;
-      } else {
-        for (std::size_t s = 0; s < SP; ++s) acc[s] = a[s];
-      }
-      for (std::size_t j = 2; j < J; ++j) {
-        const float* c = tab[j] + base[j] * row + cv * SP;
-        for (std::size_t s = 0; s < SP; ++s) acc[s] += c[s];
-      }
-      const std::uint32_t here = std::uint32_t(cv);
-      for (std::size_t s = 0; s < SP; ++s) {
-        const bool less = acc[s] < best[s];
-        best[s] = less ? acc[s] : best[s];
-        arg[s] = less ? here : arg[s];
+    const float* c = J > 2 ? tab[2] + base[2] * row : nullptr;
+    auto keep = [&](std::size_t s, float x, std::uint32_t here) {
+      const bool less = x < best[s];
+      best[s] = less ? x : best[s];
+      arg[s] = less ? here : arg[s];
+    };
+    if (J == 1) {
+      for (std::size_t cv = 0; cv < dv; ++cv, a += SP)
+        for (std::size_t s = 0; s < SP; ++s) keep(s, a[s], std::uint32_t(cv));
+    } else if (J == 2) {
+      for (std::size_t cv = 0; cv < dv; ++cv, a += SP, b += SP)
+        for (std::size_t s = 0; s < SP; ++s) keep(s, a[s] + b[s], std::uint32_t(cv));
+    } else if (J == 3) {
+      for (std::size_t cv = 0; cv < dv; ++cv, a += SP, b += SP, c += SP)
+        for (std::size_t s = 0; s < SP; ++s) keep(s, a[s] + b[s] + c[s], std::uint32_t(cv));
+    } else {
+      for (std::size_t cv = 0; cv < dv; ++cv, a += SP, b += SP, c += SP) {
+        for (std::size_t s = 0; s < SP; ++s) acc[s] = a[s] + b[s] + c[s];
+        for (std::size_t j = 3; j < J; ++j) {
+          const float* d = tab[j] + base[j] * row + cv * SP;
+          for (std::size_t s = 0; s < SP; ++s) acc[s] += d[s];
+        }
+        for (std::size_t s = 0; s < SP; ++s) keep(s, acc[s], std::uint32_t(cv));
       }
     }
     for (std::size_t s = 0; s < SP; ++s) {
