@@ -1083,6 +1083,62 @@ TEST_CASE("layouts of weighted-sum optima: every optimum a strategy of the restr
   CHECK(behind > 0);
 }
 
+TEST_CASE("the first pass's floors bound every strategy; covered_by is sound against brute force") {
+  std::mt19937_64 rng(43);
+  int said_covered = 0, said_not = 0;
+  for (int it = 0; it < 200 / rand_problem::brute_force_share; ++it) {
+    CAPTURE(it);
+    const auto p = rand_problem::random_problem(rng, int(rng() % 6), 3 + int(rng() % 5), 4, true);
+    if (strategies(p) > 20000) continue;
+    const auto w = to::first_pass(p);
+    REQUIRE(w.lanes.size() == to::first_pass_lanes);
+    const auto whole = brute_force(p);
+    // every strategy (each frontier point stands for those behind it) scores at or above each floor
+    for (const auto& q : whole)
+      for (std::size_t s = 0; s < w.lanes.size(); ++s)
+        CHECK(w.lanes[s].a * double(q.memory) + w.lanes[s].b * double(q.time) >= w.floor[s]);
+    // known points: the frontier itself, slowed by a random factor and thinned; or, one time
+    // in three, one point a little below its least memory and least time, which covers all
+    const double eps = 0.01 * double(rng() % 11);
+    const double slower = 1 + 0.02 * double(rng() % 6);
+    std::vector<to::frontier::point> known;
+    if (it % 3 == 0) {
+      known.push_back({to::cost_t(double(whole.back().time) * 0.999), to::cost_t(double(whole.front().memory) * 0.999), -1});
+    } else {
+      for (const auto& q : whole)
+        if (rng() % 4 != 0) known.push_back({to::cost_t(double(q.time) * slower), q.memory, -1});
+    }
+    const to::cost_t limit = rng() % 2 ? std::numeric_limits<to::cost_t>::max() : whole[whole.size() / 2].memory;
+    const bool covered = to::covered_by(w, known, eps, limit);
+    if (covered) {
+      // then every strategy within the limit has a known point at no more memory within 1 + eps
+      for (const auto& q : whole) {
+        if (q.memory > limit) continue;
+        bool in = false;
+        for (const auto& k : known) in = in || (k.memory <= q.memory && double(k.time) <= (1 + eps) * double(q.time));
+        CHECK(in);
+      }
+    }
+    said_covered += covered;
+    said_not += !covered;
+    // three points that cover nothing, though the first two lie below the least memory:
+    // each corner of what they leave uncovered is tested, not only the first ones
+    {
+      double t_max = 0;
+      for (const auto& q : whole) t_max = std::max(t_max, double(q.time));
+      const double m_min = double(whole.front().memory), m_max = double(whole.back().memory);
+      const std::vector<to::frontier::point> none{{to::cost_t(3 * t_max) + 3, to::cost_t(0.5 * m_min), -1},
+                                                  {to::cost_t(2 * t_max) + 2, to::cost_t(0.999 * m_min), -1},
+                                                  {to::cost_t(0.5 * double(whole.back().time)), to::cost_t(2 * m_max) + 2, -1}};
+      CHECK(!to::covered_by(w, none, 0.05, std::numeric_limits<to::cost_t>::max()));
+    }
+  }
+  // both answers occur
+  CHECK(said_covered > 0);
+  CHECK(said_not > 0);
+  CHECK(!to::covered_by(to::first_pass(rand_problem::random_problem(rng, 0, 3, 2, true)), {}, 0.05, 100));
+}
+
 TEST_CASE("layouts of weighted-sum optima: a repeated block's instances keep equal configs and still power") {
   std::mt19937_64 rng(42);
   int tested = 0;
