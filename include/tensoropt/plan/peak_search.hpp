@@ -220,30 +220,9 @@ inline peak_search_result solve_peak_bound(const peak_bound_problem& pb, const p
     const cost_t limit = std::min(kept_hi, o.solve.memory_limit < max_problem_cost ? o.solve.memory_limit - c
                                                                                     : max_problem_cost);
     const cost_t forbid = limit + 1;
-    problem q;
-    q.memory_offset = p.memory_offset;
-    for (std::size_t i = 0; i < p.nodes.size(); ++i) {
-      problem_node nd;
-      nd.name = p.nodes[i].name;
-      for (int a : keep[i]) nd.configs.push_back(p.nodes[i].configs[std::size_t(a)]);
-      q.nodes.push_back(std::move(nd));
-    }
-    for (std::size_t ei = 0; ei < p.edges.size(); ++ei) {
-      const auto& e = p.edges[ei];
-      const auto& kf = keep[std::size_t(e.from)];
-      const auto& kt = keep[std::size_t(e.to)];
-      const std::size_t nt = p.nodes[std::size_t(e.to)].configs.size();
-      problem_edge pe;
-      pe.from = e.from;
-      pe.to = e.to;
-      for (int a : kf)
-        for (int b : kt) {
-          const std::size_t k = std::size_t(a) * nt + std::size_t(b);
-          pe.time.push_back(e.time[k]);
-          pe.memory.push_back(cell_ok[ei][k] ? e.memory[k] : forbid);
-        }
-      q.edges.push_back(std::move(pe));
-    }
+    // the cells the cap leaves out cost more memory than the limit: never taken
+    const problem q = detail::restricted_problem(
+        p, keep, [&](std::size_t ei, std::size_t k, cost_t m) { return cell_ok[ei][k] ? m : forbid; });
     solve_options so = o.solve;
     so.memory_limit = limit;
     // the union so far, in this cap's terms (bound - c): what it beats strictly is dominated

@@ -19,7 +19,10 @@
 // not depend on the number of threads or on which job finishes first; at epsilon 0 the
 // union is the one the jobs give alone (tested), and under epsilon it keeps the bound.
 // A fast-mode job is skipped as a whole when those points lie at or below a lower bound of
-// all its strategies (plan/job_bounds.hpp). An exact-mode job whose identical layers are
+// all its strategies (plan/job_bounds.hpp). Under epsilon, where fast mode also limits each
+// op to the layouts of weighted-sum optima (plan/search_mode.hpp, "The layouts"), the
+// optima's first pass bounds every strategy of the job from below, and a job whose bound the
+// points of the jobs before it cover within epsilon is skipped before the rest of it. An exact-mode job whose identical layers are
 // folded (search/repeated_exact.hpp) hands on its fast-mode points (real strategies) and
 // adds those of the jobs before it to its own branch-and-bound set: the union keeps every
 // cost it has alone (tested), and the folds keep fewer points (gpt3-1.3b on 4 x V100-16GB,

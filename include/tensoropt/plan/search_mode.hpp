@@ -42,8 +42,9 @@
 // weighted-sum optima of the unrestricted problem take there, found in two vector passes
 // (search/layout_restriction.hpp, which gives its cost and what it loses: on wresnet-13b,
 // 8 x 8 V100-16GB, one count's search 14-22 s -> 1.1-1.8 s, every point of the unlimited
-// fast frontier matched within 0.9 % in time at no more memory). The mode line says so, and
-// the check above measures the two restrictions together.
+// fast frontier matched within 0.9 % in time at no more memory; over the runtime peak, up to
+// 10 % behind near the least peak). The mode line says so, and the check above measures the
+// two restrictions together.
 #pragma once
 #include <algorithm>
 #include <cmath>

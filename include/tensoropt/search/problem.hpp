@@ -110,4 +110,45 @@ inline std::vector<std::string> config_labels(const problem& p, const std::vecto
 }
 }  // namespace detail
 
+namespace detail {
+/// `p` on the configs kept[v] (ascending, in range) of every node, each node's and edge's
+/// entries those of the kept configs; `edge_memory(edge, entry, memory)` may change an edge
+/// entry's memory (`entry` indexes the edge's row-major table in `p`).
+template <class EdgeMemory>
+problem restricted_problem(const problem& p, const std::vector<std::vector<int>>& kept, EdgeMemory&& edge_memory) {
+  problem q;
+  q.memory_offset = p.memory_offset;
+  q.nodes.resize(p.nodes.size());
+  for (std::size_t v = 0; v < p.nodes.size(); ++v) {
+    q.nodes[v].name = p.nodes[v].name;
+    for (int c : kept[v]) q.nodes[v].configs.push_back(p.nodes[v].configs[std::size_t(c)]);
+  }
+  q.edges.reserve(p.edges.size());
+  for (std::size_t ei = 0; ei < p.edges.size(); ++ei) {
+    const auto& e = p.edges[ei];
+    const auto& ka = kept[std::size_t(e.from)];
+    const auto& kb = kept[std::size_t(e.to)];
+    const std::size_t db = p.nodes[std::size_t(e.to)].configs.size();
+    problem_edge f;
+    f.from = e.from;
+    f.to = e.to;
+    f.time.reserve(ka.size() * kb.size());
+    f.memory.reserve(ka.size() * kb.size());
+    for (int a : ka)
+      for (int b : kb) {
+        const std::size_t k = std::size_t(a) * db + std::size_t(b);
+        f.time.push_back(e.time[k]);
+        f.memory.push_back(edge_memory(ei, k, e.memory[k]));
+      }
+    q.edges.push_back(std::move(f));
+  }
+  return q;
+}
+
+/// `p` on the configs kept[v] of every node.
+inline problem restricted_problem(const problem& p, const std::vector<std::vector<int>>& kept) {
+  return restricted_problem(p, kept, [](std::size_t, std::size_t, cost_t m) { return m; });
+}
+}  // namespace detail
+
 }  // namespace tensoropt
