@@ -1022,6 +1022,10 @@ TEST_CASE("many weighted-sum optima in one vector pass: each lane's strategy is 
   CHECK(repeated > 20 / rand_problem::brute_force_share);
   CHECK_THROWS_WITH_AS(to::detail::multi_weight_optima(rand_problem::random_problem(rng, 0, 3, 2, true), {}),
                        doctest::Contains("give 1 to 64 lanes"), to::invalid_argument);
+  // past its memory limit it stops with the sizes it reached, never std::bad_alloc
+  CHECK_THROWS_WITH_AS(to::detail::multi_weight_optima(rand_problem::random_problem(rng, 0, 6, 4, true), {{1, 0}}, 64),
+                       doctest::Contains("search stopped: the weighted-sum optima's tables reached"),
+                       to::runtime_error);
 }
 
 TEST_CASE("layouts of weighted-sum optima: every optimum a strategy of the restricted problem, points re-cost") {

@@ -247,7 +247,7 @@ struct restriction_check {
 /// caller returns with `r` (the planner's union over micro-batch counts, whose searches
 /// bound each other and so leave out of `r` what the others cover); the best of both counts.
 /// `vector_pass`: the optima come from one pass of detail::multi_weight_optima (float lanes,
-/// each optimum within 8 (nodes + edges + 1) 2^-24 of exact, relatively: the check's
+/// each optimum within detail::multi_weight_slack of exact, relatively: the check's
 /// `float_slack`) instead of one exact search per weight; where the layout restriction ran
 /// (its own optima come from the same passes), whose exact checks took a third of
 /// wresnet-13b's planning (8 x 8 V100-16GB, epsilon 0.05).
@@ -271,7 +271,7 @@ inline restriction_check check_restriction(const problem& p, const frontier_resu
     std::vector<detail::weight_lane> lanes;
     for (double w : ws) lanes.push_back(w < 0 ? detail::weight_lane{1, 0} : detail::weight_lane{w, 1});
     const auto optima = detail::multi_weight_optima(p, lanes);
-    out.float_slack = 8.0 * double(p.nodes.size() + p.edges.size() + 1) * std::ldexp(1.0, -24);
+    out.float_slack = detail::multi_weight_slack(p);
     for (std::size_t s = 0; s < lanes.size(); ++s) {
       ++out.weights;
       const auto oc = cost_of(p, optima[s]);

@@ -118,17 +118,15 @@ struct weighted_optima {
 };
 
 /// restrict_layouts' first pass over `p` (valid): the extremes (least memory, least time)
-/// and six weights over fifteen decades. The floors: the lanes sum at most n = nodes + edges
-/// non-negative float terms, each within 2^-24 (rounded in conversion, product and sum), so
-/// a found strategy's float score is within 4 n 2^-24 of its exact score, relatively, and
-/// the exact optimum lies at most twice that below the found strategy's exact score.
+/// and six weights over fifteen decades. Each floor is the found strategy's exact score less
+/// the float rounding the pass may have made (detail::multi_weight_slack).
 inline weighted_optima first_pass(const problem& p) {
   weighted_optima w;
   w.lanes = {{1, 0}, {0, 1}};
   for (int e = -12; e <= 3; e += 3) w.lanes.push_back({1, std::pow(10.0, e)});
   static_assert(first_pass_lanes == 8);  // the list above
   w.strategies = detail::multi_weight_optima(p, w.lanes);
-  const double slack = 8.0 * double(p.nodes.size() + p.edges.size() + 1) * std::ldexp(1.0, -24);
+  const double slack = detail::multi_weight_slack(p);
   for (std::size_t s = 0; s < w.lanes.size(); ++s) {
     const auto c = cost_of(p, w.strategies[s]);
     w.time.push_back(c.time);
@@ -219,25 +217,23 @@ inline layout_restriction restrict_layouts(const problem& p, const repeated_bloc
   const auto cls = detail::layout_classes(p);
   std::vector<std::vector<char>> used(p.nodes.size());
   for (std::size_t v = 0; v < p.nodes.size(); ++v) used[v].assign(p.nodes[v].configs.size(), 0);
+  auto mark = [&](const std::vector<int>& choice) {  // every config of each node's layout in `choice`
+    for (std::size_t v = 0; v < p.nodes.size(); ++v) {
+      const int c = cls[v][std::size_t(choice[v])];
+      for (std::size_t x = 0; x < cls[v].size(); ++x)
+        if (cls[v][x] == c) used[v][x] = 1;
+    }
+  };
   std::vector<std::pair<cost_t, cost_t>> distinct;
   for (const auto& o : found) {
     if (o.memory > memory_limit) continue;
     distinct.push_back({o.memory, o.time});
-    for (std::size_t v = 0; v < p.nodes.size(); ++v) {
-      const int c = cls[v][std::size_t(o.choice[v])];
-      for (std::size_t x = 0; x < cls[v].size(); ++x)
-        if (cls[v][x] == c) used[v][x] = 1;
-    }
+    mark(o.choice);
   }
   std::sort(distinct.begin(), distinct.end());
   r.optima = std::size_t(std::unique(distinct.begin(), distinct.end()) - distinct.begin());
   // nothing fits: keep the least-memory optimum's layouts (the restricted search then says so)
-  if (r.optima == 0)
-    for (std::size_t v = 0; v < p.nodes.size(); ++v) {
-      const int c = cls[v][std::size_t(found[0].choice[v])];
-      for (std::size_t x = 0; x < cls[v].size(); ++x)
-        if (cls[v][x] == c) used[v][x] = 1;
-    }
+  if (r.optima == 0) mark(found[0].choice);
   // identical instances keep equal configs at each position (configs aligned by index), and
   // so do the positions of one kin (the same layouts config for config: fast mode may hold
   // them to the boundary's layout, repeated_block::kin), among nodes with as many configs

@@ -6,25 +6,30 @@
 // v's configs, and keeps which config gave it, so each lane's optimum is recovered from the
 // back-pointers at the end. The lanes share every index computation and memory access, and
 // their loops are straight vector code (AVX2 where the processor has it, chosen at run
-// time). Each elimination first copies its joined factors into dense tables with v's config
-// just outside the lanes, so a cell reads each factor's rows in order; an elimination whose
-// dense tables and shape equal one of the last 64 (the same op of another identical layer)
-// takes that one's output instead of computing it again (matched by two 64-bit hashes).
+// time). An elimination whose joined factors are made of the same costs in the same shape
+// as those of one of the last 64 (the same op of another identical layer; matched by two
+// 64-bit hashes, of an original factor's costs and of each elimination's inputs) shares that
+// one's output instead of computing it again; the others first copy their joined factors into
+// dense tables with v's config just outside the lanes, so a cell reads each factor's rows in
+// order. The tables it holds count against a limit, as the frontier search's do.
 //
-// Values are floats: a lane's optimum is the least score up to float rounding (about 1e-6
-// of it), which is what its caller needs (search/layout_restriction.hpp: the layouts that
+// Values are floats: a lane's optimum is the least score up to float rounding
+// (`multi_weight_slack` bounds it), which is what its callers need (search/layout_restriction.hpp: the layouts that
 // optima take); exact single-objective optima come from search/solve.hpp on a scalar problem
 // (detail/scalar_problem.hpp). The order is the exact search's (detail/elimination_order.hpp),
 // so series-parallel graphs make factors over at most two nodes.
 #pragma once
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 #include "../problem.hpp"
+#include "../solve_options.hpp"
 #include "elimination_order.hpp"
 
 #if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__) && defined(__x86_64__) && defined(__linux__)
@@ -39,6 +44,15 @@ namespace tensoropt::detail {
 struct weight_lane {
   double a = 1, b = 0;
 };
+
+/// How far, relatively, a lane's optimum found by multi_weight_optima on `p` may lie above
+/// the exact one: a lane sums at most nodes + edges non-negative float terms, each rounded
+/// in conversion, product and sum (within 4 n 2^-24 of exact for n terms), and the found
+/// strategy's float score is at most the exact optimum's float score, so the exact optimum
+/// lies at most twice that below the found strategy's exact score.
+inline double multi_weight_slack(const problem& p) {
+  return 8.0 * double(p.nodes.size() + p.edges.size() + 1) * std::ldexp(1.0, -24);
+}
 
 /// The cells of one elimination with SP lanes (a multiple of 8): `tab[j]` is joined factor j
 /// as a dense table [its other nodes' cells][dv][SP]; `stride[j * K + k]` the step of node
@@ -131,7 +145,7 @@ std::vector<std::vector<int>> multi_weight_lanes(const problem& p, const std::ve
   struct mfactor {
     std::vector<int> scope;  // ascending
     std::vector<std::size_t> dims;
-    std::vector<float> val;  // cells x SP, row-major over scope, lanes innermost
+    std::shared_ptr<const std::vector<float>> val;  // cells x SP, row-major over scope, lanes innermost
     int edge = -1, node = -1;  // an original factor, valued when first joined
     bool alive = true;
     std::uint64_t h1 = 0, h2 = 0;  // what the values are made of (equal values: equal hashes)
@@ -181,26 +195,34 @@ std::vector<std::vector<int>> multi_weight_lanes(const problem& p, const std::ve
     shapes[i].dims = fs[i].dims;
   }
   const elimination_order plan = plan_elimination(shapes, dom, std::vector<bool>(n, false));
-  std::size_t held = 0;  // bytes of back-pointers and live tables
+  // bytes of back-pointers and live tables (a table shared by factors and the replay
+  // record counts once, until its last holder lets it go)
+  std::size_t held = 0;
   auto charge = [&](std::size_t bytes) {
     held += bytes;
-    if (max_bytes && held > max_bytes)
-      throw runtime_error("multi_weight_optima: its tables reached " + std::to_string(held >> 20) +
-                          " MiB, above the limit of " + std::to_string(max_bytes >> 20) + " MiB");
+    if (held > max_bytes)
+      throw runtime_error("search stopped: the weighted-sum optima's tables reached " + std::to_string(held >> 20) +
+                          " MiB, past the search's limit of " + std::to_string(max_bytes >> 20) +
+                          " MiB; use --all-layouts, fewer micro-batch counts, or a machine with more memory");
+  };
+  auto let_go = [&](std::shared_ptr<const std::vector<float>>& t) {
+    if (t && t.use_count() == 1) held -= std::min(held, t->size() * sizeof(float));
+    t.reset();
   };
   auto put = [&](float* out, cost_t t, cost_t m) {
     const float ft = float(t), fm = float(m);
     for (std::size_t s = 0; s < SP; ++s) out[s] = fa[s] * fm + fb[s] * ft;
   };
   auto value = [&](mfactor& f) {
-    if (!f.val.empty() || (f.edge < 0 && f.node < 0)) return;
+    if (f.val || (f.edge < 0 && f.node < 0)) return;
     std::size_t cells = 1;
     for (auto d : f.dims) cells *= d;
-    f.val.assign(cells * SP, 0.0f);
-    charge(f.val.size() * sizeof(float));
+    charge(cells * SP * sizeof(float));
+    auto table = std::make_shared<std::vector<float>>(cells * SP, 0.0f);
+    f.val = table;
     if (f.node >= 0) {
       const auto& cs = p.nodes[std::size_t(f.node)].configs;
-      for (std::size_t c = 0; c < cs.size(); ++c) put(&f.val[c * SP], cs[c].time, cs[c].memory);
+      for (std::size_t c = 0; c < cs.size(); ++c) put(&(*table)[c * SP], cs[c].time, cs[c].memory);
       return;
     }
     const auto& ed = p.edges[std::size_t(f.edge)];
@@ -215,7 +237,7 @@ std::vector<std::vector<int>> multi_weight_lanes(const problem& p, const std::ve
         } else if (ed.from > ed.to) {
           cell = j * da + i;  // scope ascending: (to, from)
         }
-        put(&f.val[cell * SP], ed.time[x], ed.memory[x]);
+        put(&(*table)[cell * SP], ed.time[x], ed.memory[x]);
       }
   };
   std::vector<std::vector<std::size_t>> in(n);  // the factors over each node
@@ -257,17 +279,17 @@ std::vector<std::vector<int>> multi_weight_lanes(const problem& p, const std::ve
     // the elimination's hash: its shape and its joined factors' hashes with their places
     std::uint64_t h1 = 0x6c62272e07bb0142ull ^ dv, h2 = 0x9e3779b97f4a7c15ull ^ (K << 8) ^ J;
     for (std::size_t k = 0; k < K; ++k) mix(h1, h2, dims[k]);
-    // each joined factor as a dense table [its other nodes' cells][dv][SP]: its own table
-    // where v is its last node, else a copy
-    std::vector<std::vector<float>> dense(J);
-    std::vector<const float*> tabs(J);
+    // each joined factor's hash and place, and the step of each node of the new scope in its
+    // dense table [its other nodes' cells][dv][SP] (rows of dv x SP floats)
     std::vector<std::size_t> stride(J * K, 0);
+    std::vector<std::vector<std::size_t>> dsts(J);  // per joined factor, its non-v nodes' steps
     for (std::size_t j = 0; j < J; ++j) {
       const auto& f = fs[join[j]];
       const std::size_t w = f.scope.size();
       mix(h1, h2, f.h1);
       mix(h1, h2, f.h2);
-      std::vector<std::size_t> dst(w, 0);  // each non-v node's stride in the dense table (rows)
+      auto& dst = dsts[j];
+      dst.assign(w, 0);
       std::size_t rest = 1;
       for (std::size_t q = w; q-- > 0;) {
         if (f.scope[q] == v) continue;
@@ -277,27 +299,6 @@ std::vector<std::vector<int>> multi_weight_lanes(const problem& p, const std::ve
         stride[j * K + pos] = dst[q];
         mix(h1, h2, 0x100000 + pos * 64 + q);
       }
-      if (f.scope.back() == v) {
-        tabs[j] = f.val.data();  // already [others][v][SP]
-        continue;
-      }
-      dense[j].resize(rest * dv * SP);
-      std::vector<std::size_t> at(w, 0);
-      std::size_t fcells = 1;
-      for (auto d : f.dims) fcells *= d;
-      for (std::size_t x = 0; x < fcells; ++x) {
-        std::size_t r = 0, cv = 0;
-        for (std::size_t q = 0; q < w; ++q) {
-          if (f.scope[q] == v) cv = at[q];
-          else r += at[q] * dst[q];
-        }
-        std::memcpy(&dense[j][(r * dv + cv) * SP], &f.val[x * SP], SP * sizeof(float));
-        for (std::size_t q = w; q-- > 0;) {
-          if (++at[q] < f.dims[q]) break;
-          at[q] = 0;
-        }
-      }
-      tabs[j] = dense[j].data();
     }
     std::shared_ptr<const std::vector<float>> val;
     std::shared_ptr<const std::vector<std::uint16_t>> arg;
@@ -308,25 +309,57 @@ std::vector<std::vector<int>> multi_weight_lanes(const problem& p, const std::ve
         break;
       }
     if (!val) {
+      // the dense tables: a factor's own where v is its last node, else a copy
+      std::vector<std::vector<float>> dense(J);
+      std::vector<const float*> tabs(J);
+      for (std::size_t j = 0; j < J; ++j) {
+        const auto& f = fs[join[j]];
+        const auto& fv = *f.val;
+        if (f.scope.back() == v) {
+          tabs[j] = fv.data();
+          continue;
+        }
+        const std::size_t w = f.scope.size();
+        const auto& dst = dsts[j];
+        dense[j].resize(fv.size());
+        std::vector<std::size_t> at(w, 0);
+        for (std::size_t x = 0; x * SP < fv.size(); ++x) {
+          std::size_t r = 0, cv = 0;
+          for (std::size_t q = 0; q < w; ++q) {
+            if (f.scope[q] == v) cv = at[q];
+            else r += at[q] * dst[q];
+          }
+          std::memcpy(&dense[j][(r * dv + cv) * SP], &fv[x * SP], SP * sizeof(float));
+          for (std::size_t q = w; q-- > 0;) {
+            if (++at[q] < f.dims[q]) break;
+            at[q] = 0;
+          }
+        }
+        tabs[j] = dense[j].data();
+      }
+      charge(cells * SP * (sizeof(float) + sizeof(std::uint16_t)));
       auto out = std::make_shared<std::vector<float>>(cells * SP);
       auto args = std::make_shared<std::vector<std::uint16_t>>(cells * SP);
-      charge(out->size() * sizeof(float) + args->size() * sizeof(std::uint16_t));
       lane_cells<SP>(tabs.data(), J, stride.data(), dims.data(), K, dv, out->data(), args->data());
       val = out;
       arg = args;
       memo m{h1, h2, val, arg};
-      if (memos.size() < kept_memos) memos.push_back(m);
-      else memos[next_memo++ % kept_memos] = m;
+      if (memos.size() < kept_memos) {
+        memos.push_back(std::move(m));
+      } else {
+        auto& old = memos[next_memo++ % kept_memos];
+        let_go(old.val);
+        old = std::move(m);
+      }
     }
     for (std::size_t i : join) {
-      held -= std::min(held, fs[i].val.size() * sizeof(float));
       fs[i].alive = false;
-      std::vector<float>().swap(fs[i].val);
+      let_go(fs[i].val);
     }
     mfactor nf;
     nf.scope = scope;
     nf.dims = dims;
-    nf.val = *val;
+    nf.val = std::move(val);
     nf.h1 = h1;
     nf.h2 = h2;
     fs.push_back(std::move(nf));
@@ -348,23 +381,31 @@ std::vector<std::vector<int>> multi_weight_lanes(const problem& p, const std::ve
 }
 
 /// For each lane of `lanes` (1 to 64), a strategy of `p` (valid) of least score up to float
-/// rounding; `max_bytes` bounds the tables and back-pointers (0: no bound): past it,
-/// runtime_error names the sizes.
+/// rounding (multi_weight_slack). `max_bytes` bounds the tables and back-pointers it holds (0:
+/// three quarters of the machine's memory, as solve's): past it, or where the allocator
+/// refuses, runtime_error names the sizes instead of std::bad_alloc.
 inline std::vector<std::vector<int>> multi_weight_optima(const problem& p, std::vector<weight_lane> lanes,
                                                          std::size_t max_bytes = 0) {
   require(!lanes.empty() && lanes.size() <= 64, "multi_weight_optima: give 1 to 64 lanes");
+  if (max_bytes == 0) max_bytes = default_max_bytes();
   const std::size_t asked = lanes.size(), padded = (asked + 7) / 8 * 8;
   lanes.resize(padded, lanes.back());  // whole vectors: the extra lanes repeat the last
   std::vector<std::vector<int>> r;
-  switch (padded / 8) {
-    case 1: r = multi_weight_lanes<8>(p, lanes, max_bytes); break;
-    case 2: r = multi_weight_lanes<16>(p, lanes, max_bytes); break;
-    case 3: r = multi_weight_lanes<24>(p, lanes, max_bytes); break;
-    case 4: r = multi_weight_lanes<32>(p, lanes, max_bytes); break;
-    case 5: r = multi_weight_lanes<40>(p, lanes, max_bytes); break;
-    case 6: r = multi_weight_lanes<48>(p, lanes, max_bytes); break;
-    case 7: r = multi_weight_lanes<56>(p, lanes, max_bytes); break;
-    default: r = multi_weight_lanes<64>(p, lanes, max_bytes); break;
+  try {
+    switch (padded / 8) {
+      case 1: r = multi_weight_lanes<8>(p, lanes, max_bytes); break;
+      case 2: r = multi_weight_lanes<16>(p, lanes, max_bytes); break;
+      case 3: r = multi_weight_lanes<24>(p, lanes, max_bytes); break;
+      case 4: r = multi_weight_lanes<32>(p, lanes, max_bytes); break;
+      case 5: r = multi_weight_lanes<40>(p, lanes, max_bytes); break;
+      case 6: r = multi_weight_lanes<48>(p, lanes, max_bytes); break;
+      case 7: r = multi_weight_lanes<56>(p, lanes, max_bytes); break;
+      default: r = multi_weight_lanes<64>(p, lanes, max_bytes); break;
+    }
+  } catch (const std::bad_alloc&) {
+    throw runtime_error("search stopped: out of memory (the allocator refused) in the weighted-sum optima, with a "
+                        "limit of " + std::to_string(max_bytes >> 20) +
+                        " MiB; use --all-layouts, fewer micro-batch counts, or a machine with more memory");
   }
   r.resize(asked);
   return r;
