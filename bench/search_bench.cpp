@@ -16,8 +16,8 @@
 //                                                     tensoropt-plan --problem-json)
 //        search_bench --problem FILE --restrict-layouts N [--epsilon E] [--memory-gib G]
 //                     a tensoropt-problem/2 file's largest repeated block in fast mode, on the
-//                     whole problem and on the layouts of at most N weighted-sum optima
-//                     (search/layout_restriction.hpp): both times, and how far the restricted
+//                     whole problem and on the layouts of its weighted-sum optima at 8 + N
+//                     weights (search/layout_restriction.hpp): both times, and how far the restricted
 //                     frontier lies behind the other (time at the same memory, per point)
 #include <algorithm>
 #include <chrono>

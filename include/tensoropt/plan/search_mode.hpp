@@ -204,10 +204,7 @@ inline mode_choice choose_mode(const problem& p, const op_graph& g, search_mode 
 /// > 0, where the parts outside the identical middle layers of `rb` hold more than four
 /// layers' nodes, so that their general-engine tables take the time.
 inline bool layouts_restricted(const problem& p, const repeated_block& rb, double epsilon) {
-  if (epsilon <= 0 || rb.instances.size() < 3) return false;
-  const double layer = double(rb.instances[0].size());
-  const double outside = double(p.nodes.size()) - double(rb.instances.size() - 2) * layer;
-  return outside > 4 * layer;
+  return epsilon > 0 && rb.instances.size() >= 3 && detail::large_ends(p, rb);
 }
 
 /// The mode line's words for that restriction with `lanes` weights in its second pass.

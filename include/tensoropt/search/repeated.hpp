@@ -159,14 +159,16 @@ struct repeated_bounds {
 };
 
 namespace detail {
-/// The share of ln(1 + epsilon) given to the per-layer tables (the rest goes to the
-/// powering's sums; see the header): three quarters where the parts outside the middle
-/// layers hold more than four layers' nodes, else half.
-inline double tables_share(const problem& p, const repeated_block& rb) {
+/// Whether the parts of `p` outside the middle layers of `rb` (3 or more instances) hold more
+/// than four layers' nodes, so that their general-engine tables take the time.
+inline bool large_ends(const problem& p, const repeated_block& rb) {
   const double layer = double(rb.instances[0].size());
   const double outside = double(p.nodes.size()) - double(rb.instances.size() - 2) * layer;
-  return outside > 4 * layer ? 0.75 : 0.5;
+  return outside > 4 * layer;
 }
+/// The share of ln(1 + epsilon) given to the per-layer tables (the rest goes to the
+/// powering's sums; see the header): three quarters where the ends are large, else half.
+inline double tables_share(const problem& p, const repeated_block& rb) { return large_ends(p, rb) ? 0.75 : 0.5; }
 frontier_result solve_repeated_split(const problem& p, const repeated_block& rb, const repeated_split& s,
                                      const solve_options& o, const repeated_bounds& bounds,
                                      const repeated_tables* ends = nullptr);
