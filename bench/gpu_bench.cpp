@@ -3,6 +3,7 @@
 // peak memory. Not a test: figures, with the machine named in the output.
 //
 //   gpu_bench [--precision bf16-mixed|fp32] [--steps N] [--layers 8|2] [--gpu-file FILE] [--json FILE]
+//             [--predict-only]
 //
 // Model: 8 layers, hidden 2048, 16 heads, seq 2048, vocab 50304, micro-batch 8 (no
 // dropout, as the PyTorch reference bench/gpt_torch.py). Model FLOPs per token =
@@ -13,9 +14,18 @@
 // the GPU being the h200-141gb preset (cost/device.hpp) or, with --gpu-file, the device
 // file gpu_calibrate measured on this machine (tensoropt-device/1 or /2, its GEMM
 // table included); the run uses that plan, and the output names which device it was.
+// The same device also prices the PyTorch reference's two variants, for the cost
+// model against a real training run (scripts/gpu_check.sh sets them against
+// gpt_torch.py's measured steps): one GPU, one micro-batch, bf16 mixed precision, the
+// linears' biases in the GEMM epilogue (PyTorch's addmm), plain attention as a
+// materialized core and SDPA as a fused one. What the reference runs beyond that is not
+// charged: autocast's casts, softmax and the loss in fp32, and the plain path's
+// separate scale and mask passes. --predict-only prints the predictions and stops
+// (no GPU needed).
 #include <tensoropt/models/gpt.hpp>
 #include <tensoropt/plan/device_file.hpp>
 #include <tensoropt/plan/planner.hpp>
+#include <tensoropt/plan/strategy_spec.hpp>
 #include <tensoropt/runtime/trainer.hpp>
 #include <algorithm>
 #include <chrono>
@@ -31,8 +41,27 @@ namespace rt = tensoropt::runtime;
 namespace {
 constexpr double peak_flops = 989e12;
 
+/// The cost model's step for bench/gpt_torch.py on `cl` (see the file comment): plain
+/// attention (a materialized core) and SDPA (a fused core).
+struct torch_prediction {
+  double plain = 0, sdpa = 0;
+};
+torch_prediction predict_torch(const to::op_graph& g, const to::cluster& cl) {
+  to::build_options b;
+  b.prec = to::precisions::bf16_mixed;  // gpt_torch.py: bf16 autocast, fp32 weights
+  b.micro_batches = 1;
+  const auto spec = to::parse_strategy_spec("tp=1");
+  torch_prediction r;
+  b.attention = to::attention_kernel::materialized;
+  r.plain = to::evaluate_spec(spec, g, cl, b).time;
+  b.attention = to::attention_kernel::fused;
+  r.sdpa = to::evaluate_spec(spec, g, cl, b).time;
+  return r;
+}
+
 template <class Model>
-int run(const rt::backend_options& bo, int steps, const std::string& json, const std::string& gpu_file) {
+int run(const rt::backend_options& bo, int steps, const std::string& json, const std::string& gpu_file,
+        bool predict_only) {
   constexpr auto c = Model::config;
   const auto g = to::lower<Model>();
   double params = 0;
@@ -56,6 +85,14 @@ int run(const rt::backend_options& bo, int steps, const std::string& json, const
   const std::size_t chosen = pf.points.size() - 1;  // the fastest
   const auto& pt = pf.points[chosen];
   rt::training_plan plan{pf.op_configs(chosen), pt.micro_batches, cl.mesh};
+  const torch_prediction tp = predict_torch(g, cl);
+  std::printf("gpu_bench: cost model for bench/gpt_torch.py (%s): plain attention %.2f ms, SDPA %.2f ms\n",
+              gpu_name.c_str(), 1e3 * tp.plain, 1e3 * tp.sdpa);
+  if (predict_only) {
+    std::printf("gpu_bench: the planner's fastest plan for this run (%s): predicted step %.2f ms, %.0f MiB\n",
+                gpu_name.c_str(), double(pt.time) / 1e9, double(pt.memory) / 1048576);
+    return 0;
+  }
 
   rt::local_world world(1, std::chrono::seconds(120));
   rt::optimizer_options adam;
@@ -97,6 +134,7 @@ int run(const rt::backend_options& bo, int steps, const std::string& json, const
       << ", \"mfu\": " << mfu << ", \"predicted_step_s\": " << pred << ", \"predicted_bytes\": " << double(pt.memory)
       << ", \"requested_peak_bytes\": " << mem.requested_peak << ", \"pool_peak_bytes\": " << mem.pool_peak
       << ", \"reserve_bytes\": " << mem.reserve << ", \"flops_per_token\": " << flops_per_token
+      << ", \"torch_predicted_plain_s\": " << tp.plain << ", \"torch_predicted_sdpa_s\": " << tp.sdpa
       << ", \"predicted_with\": \"" << (gpu_file.empty() ? "preset" : "calibrated") << "\"}\n";
   }
   return 0;
@@ -106,6 +144,7 @@ int run(const rt::backend_options& bo, int steps, const std::string& json, const
 int main(int argc, char** argv) {
   rt::backend_options bo{.kind = "cuda", .prec = to::precisions::bf16_mixed};
   int steps = 10, layers = 8;
+  bool predict_only = false;
   std::string json, gpu_file;
   try {
     for (int i = 1; i < argc; ++i) {
@@ -119,16 +158,18 @@ int main(int argc, char** argv) {
       else if (a == "--layers") layers = std::stoi(value());
       else if (a == "--json") json = value();
       else if (a == "--gpu-file") gpu_file = value();
+      else if (a == "--predict-only") predict_only = true;
       else
         throw to::invalid_argument("unknown option '" + a +
-                                   "'; use --precision P, --steps N, --layers 8|2, --gpu-file FILE, --json FILE");
+                                   "'; use --precision P, --steps N, --layers 8|2, --gpu-file FILE, --json FILE, "
+                                   "--predict-only");
     }
     if (layers == 2)  // a quick size for smoke runs
       return run<to::models::gpt<{.layers = 2, .hidden = 2048, .heads = 16, .seq = 2048, .vocab = 50304, .batch = 8,
-                                  .dropout = 0.0}>>(bo, steps, json, gpu_file);
+                                  .dropout = 0.0}>>(bo, steps, json, gpu_file, predict_only);
     if (layers != 8) throw to::invalid_argument("--layers must be 8 (the bench) or 2 (a smoke run)");
     return run<to::models::gpt<{.layers = 8, .hidden = 2048, .heads = 16, .seq = 2048, .vocab = 50304, .batch = 8,
-                                .dropout = 0.0}>>(bo, steps, json, gpu_file);
+                                .dropout = 0.0}>>(bo, steps, json, gpu_file, predict_only);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gpu_bench: %s\n", e.what());
     return 1;

@@ -188,7 +188,7 @@ run_step "bench: gpu_bench bf16 (tensoropt)" "$bench_log" 90 "$bundle/gpu_bench"
   --json "$out/bench_tensoropt.json"
 run_step "bench: PyTorch eager plain + SDPA" "$bench_log" 90 python3 "$bundle/gpt_torch.py" --steps 10 \
   --json "$out/bench_torch.json"
-grep -E "step .* ms|MFU|predicted|memory:" "$bench_log" | sed 's/^/  /' | tee -a "$summary"
+grep -E "step .* ms|MFU|predicted|memory:|cost model" "$bench_log" | sed 's/^/  /' | tee -a "$summary"
 # the speed figures against their targets (reported; they do not fail the check)
 if [ -n "$py" ] && [ -s "$out/bench_tensoropt.json" ]; then
   "$py" - "$out/bench_tensoropt.json" "$out/bench_torch.json" <<'PY' | tee -a "$summary"
@@ -210,6 +210,20 @@ else:
 err = t["step_s"] / t["predicted_step_s"] - 1
 target("predicted step within 15 %", abs(err) <= 0.15,
        "measured / predicted - 1 = %+.1f %% (%s device)" % (100 * err, t.get("predicted_with", "preset")))
+# the cost model against PyTorch's run of the same model (gpu_bench's file comment says
+# what of the reference it does not charge); the SDPA variant is the target
+for name, key in (("sdpa", "torch_predicted_sdpa_s"), ("plain", "torch_predicted_plain_s")):
+    v = next((v for v in torch if isinstance(v, dict) and v.get("attention") == name), None)
+    if not v or "step_s" not in v or key not in t:
+        print("%-34s %-8s %s" % ("cost model vs PyTorch " + name, "unknown", "no figures"))
+        continue
+    err = v["step_s"] / t[key] - 1
+    figure = "PyTorch %.2f ms, predicted %.2f ms: measured / predicted - 1 = %+.1f %% (%s device)" % (
+        1e3 * v["step_s"], 1e3 * t[key], 100 * err, t.get("predicted_with", "preset"))
+    if name == "sdpa":
+        target("cost model within 15 % of PyTorch SDPA", abs(err) <= 0.15, figure)
+    else:
+        print("%-34s %-8s %s" % ("cost model vs PyTorch plain", "info", figure))
 PY
 fi
 echo "gpu_check: $fails failure(s); figures in $out" | tee -a "$summary"
