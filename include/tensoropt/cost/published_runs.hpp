@@ -198,8 +198,10 @@
 //   v100-16gb preset), as the spcl/substation README's "Current Performance" tables
 //   give them: batch 8 x sequence 512, PyTorch 9.14 ms and Substation 6.87 ms; batch
 //   96 x 128, PyTorch 18.43 ms and Substation 15.42 ms (the same tables' TensorFlow +
-//   XLA and DeepSpeed columns are left out: their layers' dropout and bias placement
-//   are not in a stored source). PyTorch's layer is torch.nn.TransformerEncoderLayer
+//   XLA 8.4 ms and DeepSpeed 7.6 and 16.19 ms are printed, not held: what those
+//   benchmarked layers drop out and where they add biases is in no stored source, so
+//   they are charged as BERT's layer with fused biases). PyTorch's layer is
+//   torch.nn.TransformerEncoderLayer
 //   in .half() (pytorch_profiling/transformer_layer.py: ReLU, F.linear with its bias on
 //   3-D inputs, so linear_bias_pass); Substation's is the paper's encoder, with every
 //   bias, dropout, residual add and layer norm fused into the kernels around the cuBLAS
@@ -210,7 +212,9 @@
 //   15 % (-8.4 %, -3.7 %); outside: PyTorch (-28.8 %, -16.2 %), 1.33x and 1.20x
 //   Substation's time on the same layer, which Ivanov et al. (2021) trace to data
 //   movement (operators left unfused, layouts as the framework chose them): passes
-//   the model does not charge. The test holds the PyTorch rows to being under-predicted.
+//   the model does not charge. The model prices the layer no higher than the fastest
+//   implementation's time, so the test holds every row it does not hold to 15 % to
+//   being under-predicted (TensorFlow + XLA -28.3 %, DeepSpeed -20.8 % and -13.2 %).
 // - Megatron-Turing NLG 530B (Smith et al. 2022, arXiv:2201.11990, Section 2.4, as
 //   transcribed with its configuration by the llm-analysis project's MT-NLG example:
 //   105 layers, hidden 20480, 128 heads, sequence 2048, vocabulary 50272, global batch
@@ -486,12 +490,19 @@ constexpr published_layer_run bert_large_layer(std::string_view name, index_t ba
                                                std::string_view note) {
   return {name, 1024, 16, seq, batch, "v100-16gb", implementation, bias_pass, true, ms, held, substation_source, note};
 }
+constexpr published_layer_run without_activation_dropout(published_layer_run r) {
+  r.activation_dropout = false;
+  return r;
+}
 inline constexpr std::string_view eager_layer =
     "PyTorch eager (torch.nn.TransformerEncoderLayer, .half()): unfused kernels the model does not charge (file comment)";
+inline constexpr std::string_view unread_layer =
+    "the benchmarked layer's dropout and bias placement are in no stored source: charged as BERT's (no activation "
+    "dropout), biases fused (file comment)";
 }  // namespace detail
 
 /// BERT-large encoder layers timed alone on a V100 (see the file comment).
-inline constexpr std::array<published_layer_run, 4> layer_runs = {
+inline constexpr std::array<published_layer_run, 7> layer_runs = {
     detail::bert_large_layer("substation-bert-large-b8-s512", 8, 512, "Substation (fused kernels)", false, 6.87, true,
                              "fused bias, dropout, residual and normalization kernels; cuBLAS contractions"),
     detail::bert_large_layer("substation-bert-large-b96-s128", 96, 128, "Substation (fused kernels)", false, 15.42,
@@ -499,6 +510,14 @@ inline constexpr std::array<published_layer_run, 4> layer_runs = {
     detail::bert_large_layer("pytorch-bert-large-b8-s512", 8, 512, "PyTorch", true, 9.14, false, detail::eager_layer),
     detail::bert_large_layer("pytorch-bert-large-b96-s128", 96, 128, "PyTorch", true, 18.43, false,
                              detail::eager_layer),
+    detail::without_activation_dropout(
+        detail::bert_large_layer("tf-xla-bert-large-b8-s512", 8, 512, "TensorFlow + XLA", false, 8.4, false,
+                                 detail::unread_layer)),
+    detail::without_activation_dropout(detail::bert_large_layer("deepspeed-bert-large-b8-s512", 8, 512, "DeepSpeed",
+                                                                false, 7.6, false, detail::unread_layer)),
+    detail::without_activation_dropout(detail::bert_large_layer("deepspeed-bert-large-b96-s128", 96, 128,
+                                                                "DeepSpeed", false, 16.19, false,
+                                                                detail::unread_layer)),
 };
 
 /// Runs measured and evaluated but outside the model, each with its reason in the
