@@ -6,6 +6,14 @@ causal mask, softmax, times V) and once with scaled_dot_product_attention (SDPA)
 Prints one line per variant: step time (median), tokens/s and MFU against 989 TFLOP/s
 with model FLOPs per token = 6 N + 12 L h s. --json FILE writes the figures.
 
+Then one BERT-large encoder layer (hidden 1024, 16 heads, ffn 4096, post-LN, GELU,
+dropout 0.1 on the attention probabilities, the attention output and the FFN output, as
+DeepLearningExamples' modeling.py builds it: separate q, k, v linears), forward +
+backward in bf16 (weights and activations, as that release's model.half() in fp16), timed alone (no optimizer step) at the shapes of the
+published layer timings (cost/published_runs.hpp layer_runs: 96 x 128, 8 x 512):
+eager (QK^T, scale, additive mask, softmax, dropout, times V) and with SDPA (no mask:
+every token is real). gpu_bench prices the same layers (plan/layer_time.hpp).
+
     python3 bench/gpt_torch.py [--steps 10] [--layers 8] [--json FILE]
 """
 import argparse
@@ -93,6 +101,58 @@ def bench(sdpa, args):
     return {"attention": name, "step_s": step, "tokens_per_s": tps, "mfu": fpt * tps / PEAK, "peak_bytes": peak}
 
 
+class BertLayer(nn.Module):
+    def __init__(self, h, heads, ffn, p, sdpa):
+        super().__init__()
+        self.heads, self.p, self.sdpa = heads, p, sdpa
+        self.q, self.k, self.v, self.o = (nn.Linear(h, h) for _ in range(4))
+        self.fc1, self.fc2 = nn.Linear(h, ffn), nn.Linear(ffn, h)
+        self.ln1, self.ln2 = nn.LayerNorm(h), nn.LayerNorm(h)
+        self.drop = nn.Dropout(p)
+
+    def forward(self, x, mask):
+        b, s, h = x.shape
+
+        def split(t):
+            return t.view(b, s, self.heads, h // self.heads).transpose(1, 2)
+
+        q, k, v = split(self.q(x)), split(self.k(x)), split(self.v(x))
+        if self.sdpa:
+            c = F.scaled_dot_product_attention(q, k, v, dropout_p=self.p)
+        else:
+            a = (q @ k.transpose(-1, -2)) / math.sqrt(h // self.heads) + mask
+            c = self.drop(a.softmax(-1)) @ v
+        x = self.ln1(x + self.drop(self.o(c.transpose(1, 2).reshape(b, s, h))))
+        return self.ln2(x + self.drop(self.fc2(F.gelu(self.fc1(x)))))
+
+
+def bench_layer(b, s, sdpa, steps):
+    torch.manual_seed(0)
+    bf16 = torch.bfloat16
+    layer = BertLayer(1024, 16, 4096, 0.1, sdpa).cuda().to(bf16).train()
+    x = torch.randn(b, s, 1024, device="cuda", dtype=bf16, requires_grad=True)
+    mask = torch.zeros(b, 1, 1, s, device="cuda", dtype=bf16)
+    dy = torch.randn(b, s, 1024, device="cuda", dtype=bf16)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for i in range(steps + 3):
+        start.record()
+        y = layer(x, mask)
+        y.backward(dy)
+        end.record()
+        end.synchronize()
+        if i >= 3:
+            times.append(start.elapsed_time(end) / 1e3)
+        layer.zero_grad(set_to_none=True)
+        x.grad = None
+    name = "sdpa" if sdpa else "eager"
+    step = statistics.median(times)
+    print(f"torch bert-large layer {b} x {s} {name:5s}: forward + backward {1e3 * step:.3f} ms")
+    del layer, x, dy
+    torch.cuda.empty_cache()
+    return {"kind": "bert-layer", "batch": b, "seq": s, "attention": name, "step_s": step}
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=10)
@@ -103,6 +163,7 @@ def main():
         print("gpt_torch: no CUDA device; skipped")
         raise SystemExit(77)
     out = [bench(False, args), bench(True, args)]
+    out += [bench_layer(b, s, sdpa, 3 * args.steps) for b, s in ((96, 128), (8, 512)) for sdpa in (False, True)]
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)

@@ -20,10 +20,13 @@
 // linears' biases in the GEMM epilogue (PyTorch's addmm), plain attention as a
 // materialized core and SDPA as a fused one. What the reference runs beyond that is not
 // charged: autocast's casts, softmax and the loss in fp32, and the plain path's
-// separate scale and mask passes. --predict-only prints the predictions and stops
-// (no GPU needed).
+// separate scale and mask passes. The same for gpt_torch.py's BERT-large layer timed
+// alone (plan/layer_time.hpp: forward + backward of one layer, no optimizer step) at 96 x
+// 128 and 8 x 512: eager as a materialized core, SDPA as a fused one, biases in the
+// epilogue. --predict-only prints the predictions and stops (no GPU needed).
 #include <tensoropt/models/gpt.hpp>
 #include <tensoropt/plan/device_file.hpp>
+#include <tensoropt/plan/layer_time.hpp>
 #include <tensoropt/plan/planner.hpp>
 #include <tensoropt/plan/strategy_spec.hpp>
 #include <tensoropt/runtime/trainer.hpp>
@@ -32,6 +35,7 @@
 #include <cstdio>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -57,6 +61,43 @@ torch_prediction predict_torch(const to::op_graph& g, const to::cluster& cl) {
   b.attention = to::attention_kernel::fused;
   r.sdpa = to::evaluate_spec(spec, g, cl, b).time;
   return r;
+}
+
+/// The cost model's forward + backward of gpt_torch.py's BERT-large layer.
+struct layer_prediction {
+  int batch, seq;
+  const char* attention;  ///< "eager" (materialized core) or "sdpa" (fused)
+  double seconds;
+};
+std::vector<layer_prediction> predict_layers(const to::device& d) {
+  std::vector<layer_prediction> r;
+  for (auto [b, s] : {std::pair{96, 128}, std::pair{8, 512}})
+    for (bool sdpa : {false, true}) {
+      to::models::gpt_config c;
+      c.hidden = 1024;
+      c.heads = 16;
+      c.seq = s;
+      c.vocab = 30528;
+      c.batch = b;
+      to::build_options o;
+      o.attention = sdpa ? to::attention_kernel::fused : to::attention_kernel::materialized;
+      r.push_back({b, s, sdpa ? "sdpa" : "eager", to::layer_seconds(c, to::models::transformer_kind::bert, d, o)});
+    }
+  return r;
+}
+
+/// The JSON fields of the predictions: the PyTorch reference's, the layers', and which
+/// device priced them.
+std::string predictions_json(const torch_prediction& tp, const std::vector<layer_prediction>& layers,
+                             const std::string& gpu_file) {
+  std::ostringstream o;
+  o << "\"torch_predicted_plain_s\": " << tp.plain << ", \"torch_predicted_sdpa_s\": " << tp.sdpa
+    << ", \"layer_predictions\": [";
+  for (std::size_t i = 0; i < layers.size(); ++i)
+    o << (i ? ", " : "") << "{\"batch\": " << layers[i].batch << ", \"seq\": " << layers[i].seq
+      << ", \"attention\": \"" << layers[i].attention << "\", \"step_s\": " << layers[i].seconds << "}";
+  o << "], \"predicted_with\": \"" << (gpu_file.empty() ? "preset" : "calibrated") << "\"";
+  return o.str();
 }
 
 template <class Model>
@@ -88,9 +129,16 @@ int run(const rt::backend_options& bo, int steps, const std::string& json, const
   const torch_prediction tp = predict_torch(g, cl);
   std::printf("gpu_bench: cost model for bench/gpt_torch.py (%s): plain attention %.2f ms, SDPA %.2f ms\n",
               gpu_name.c_str(), 1e3 * tp.plain, 1e3 * tp.sdpa);
+  const auto layers = predict_layers(gpu);
+  for (const auto& l : layers)
+    std::printf("gpu_bench: cost model for gpt_torch.py's bert-large layer %d x %d %-5s: forward + backward %.3f ms\n",
+                l.batch, l.seq, l.attention, 1e3 * l.seconds);
   if (predict_only) {
     std::printf("gpu_bench: the planner's fastest plan for this run (%s): predicted step %.2f ms, %.0f MiB\n",
                 gpu_name.c_str(), double(pt.time) / 1e9, double(pt.memory) / 1048576);
+    if (!json.empty())
+      std::ofstream(json) << "{\"predicted_step_s\": " << double(pt.time) / 1e12 << ", "
+                          << predictions_json(tp, layers, gpu_file) << "}\n";
     return 0;
   }
 
@@ -134,8 +182,7 @@ int run(const rt::backend_options& bo, int steps, const std::string& json, const
       << ", \"mfu\": " << mfu << ", \"predicted_step_s\": " << pred << ", \"predicted_bytes\": " << double(pt.memory)
       << ", \"requested_peak_bytes\": " << mem.requested_peak << ", \"pool_peak_bytes\": " << mem.pool_peak
       << ", \"reserve_bytes\": " << mem.reserve << ", \"flops_per_token\": " << flops_per_token
-      << ", \"torch_predicted_plain_s\": " << tp.plain << ", \"torch_predicted_sdpa_s\": " << tp.sdpa
-      << ", \"predicted_with\": \"" << (gpu_file.empty() ? "preset" : "calibrated") << "\"}\n";
+      << ", " << predictions_json(tp, layers, gpu_file) << "}\n";
   }
   return 0;
 }
