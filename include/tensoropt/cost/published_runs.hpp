@@ -201,14 +201,13 @@
 //   XLA 8.4 ms and DeepSpeed 7.6 and 16.19 ms are printed, not held: what those
 //   benchmarked layers drop out and where they add biases is in no stored source, so
 //   they are charged as BERT's layer with fused biases). PyTorch's layer is
-//   torch.nn.TransformerEncoderLayer
-//   in .half() (pytorch_profiling/transformer_layer.py: ReLU, F.linear with its bias on
-//   3-D inputs, so linear_bias_pass); Substation's is the paper's encoder, with every
-//   bias, dropout, residual add and layer norm fused into the kernels around the cuBLAS
-//   contractions (pytorch_module/run_encoder.py: the four dropouts, ReLU). The model
-//   charges the layer's ops of a BERT lowering (GELU in place of ReLU: both one
-//   memory-bound pass) with no optimizer step, plus the activation dropout the
-//   lowering lacks (its h-wide FFN dropout scaled to 4h). Held: Substation, within
+//   torch.nn.TransformerEncoderLayer in .half() (pytorch_profiling/transformer_layer.py:
+//   ReLU, F.linear with its bias on 3-D inputs, so linear_bias_pass); Substation's is
+//   the paper's encoder, with every bias, dropout, residual add and layer norm fused
+//   into the kernels around the cuBLAS contractions (pytorch_module/run_encoder.py: the
+//   four dropouts, ReLU). The model charges the layer's ops of a BERT lowering (GELU in
+//   place of ReLU: both one memory-bound pass) with no optimizer step, plus the
+//   activation dropout the lowering lacks (plan/layer_time.hpp). Held: Substation, within
 //   15 % (-8.4 %, -3.7 %); outside: PyTorch (-28.8 %, -16.2 %), 1.33x and 1.20x
 //   Substation's time on the same layer, which Ivanov et al. (2021) trace to data
 //   movement (operators left unfused, layouts as the framework chose them): passes

@@ -1,6 +1,6 @@
 // One transformer layer's forward + backward pass as the cost model charges it, for
 // setting the model against a layer timed alone (published layer timings in
-// cost/published_runs.hpp's layer_runs; bench/bert_layer_torch.py on a GPU): the
+// cost/published_runs.hpp's layer_runs; bench/gpt_torch.py's layer on a GPU): the
 // compute of the first layer's ops of a two-layer lowering of the configuration on one
 // device, with one micro-batch of the configuration's batch and no optimizer step,
 // gradient sync or edge (one device redistributes nothing).
