@@ -324,6 +324,12 @@ TEST_CASE("published runs: encoder layers timed alone, per implementation") {
   const double without = predict_layer(r);
   CHECK(without < with);
   CHECK(with - without < 0.05 * without);
+  // at dropout 0 there is no dropout op to scale: refused in words
+  models::gpt_config c;
+  c.dropout = 0;
+  CHECK_THROWS_WITH_AS(layer_seconds(c, models::transformer_kind::bert, gpus::v100_16gb, {}, true),
+                       doctest::Contains("dropout > 0"), invalid_argument);
+  CHECK(layer_seconds(c, models::transformer_kind::bert, gpus::v100_16gb, {}) > 0);
 }
 
 TEST_CASE("published runs: BERT phase 2, binned sequences") {

@@ -153,6 +153,19 @@ TEST_CASE("layer_norm, gelu, relu, dropout: elementwise dims and saved buffers")
   CHECK(saved_bytes(d, 2) == 1.0 * 4 * 8 * 32);  // one-byte mask
 }
 
+TEST_CASE("dropout<0> lowers to no op, and its name goes to no other op") {
+  using S = shape<axis<"b", 4>, axis<"s", 8>, axis<"h", 32>>;
+  const auto g = lower_one<S, to::seq<to::gelu, to::named<"d", to::dropout<0.0>>, to::relu>>();
+  int ops = 0;
+  for (const auto& o : g.ops) {
+    CHECK(o.kind != op_kind::dropout);
+    CHECK(o.name != "d");
+    ops += o.kind == op_kind::relu || o.kind == op_kind::gelu;
+  }
+  CHECK(ops == 2);
+  CHECK(find_op(g, "relu").inputs[0].tensor == find_op(g, "gelu").output.tensor);
+}
+
 TEST_CASE("attention: four ops, Megatron dims, Korthikanti's saved bytes") {
   constexpr index_t B = 2, S = 16, H = 64, A = 4, D = H / A;
   const auto g = lower_one<shape<axis<"b", B>, axis<"s", S>, axis<"h", H>>, to::named<"attn", to::attention<A, true>>>();

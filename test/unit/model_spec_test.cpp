@@ -141,6 +141,12 @@ TEST_CASE("bad specs are refused naming the key, the range or the valid keys") {
 TEST_CASE("the value lowering equals the model composed from layer types") {
   check_same_graph(models::lower_transformer(small, transformer_kind::gpt), lower<composed_gpt<small>>());
   check_same_graph(models::lower_transformer(no_dropout, transformer_kind::gpt), lower<composed_gpt<no_dropout>>());
+  // dropout 0: no dropout op at all (attention's and the FFN's), as a stack running none
+  for (auto kind : {transformer_kind::gpt, transformer_kind::bert})
+    for (const auto& o : models::lower_transformer(no_dropout, kind).ops) {
+      CAPTURE(o.name);
+      CHECK(o.kind != op_kind::dropout);
+    }
   check_same_graph(models::lower_transformer(custom_ffn, transformer_kind::gpt), lower<composed_gpt<custom_ffn>>());
   check_same_graph(models::lower_transformer(small, transformer_kind::bert), lower<composed_bert<small>>());
   check_same_graph(models::lower_transformer(custom_ffn, transformer_kind::bert), lower<composed_bert<custom_ffn>>());

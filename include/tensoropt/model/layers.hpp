@@ -331,14 +331,20 @@ struct relu : detail::elementwise_layer<relu, op_kind::relu> {
   }
 };
 
-/// Dropout with probability P (0 <= P < 1); saves a one-byte mask.
+/// Dropout with probability P (0 <= P < 1); saves a one-byte mask. dropout<0> is the
+/// identity and lowers to no op (a name named<> gave it goes to no other op).
 template <double P = 0.1>
 struct dropout : detail::elementwise_layer<dropout<P>, op_kind::dropout> {
   static_assert(P >= 0 && P < 1, "tensoropt::dropout<P>: P must be in [0, 1)");
   static constexpr bool params_ok = P >= 0 && P < 1;
   template <class S>
   TENSOROPT_FLATTEN static constexpr int lower(detail::graph_builder& b, int x) {
-    return detail::lower_activation(b, x, detail::desc_v<S>, op_kind::dropout, P);
+    if constexpr (P == 0) {
+      b.name_next("");
+      return x;
+    } else {
+      return detail::lower_activation(b, x, detail::desc_v<S>, op_kind::dropout, P);
+    }
   }
 };
 

@@ -20,8 +20,9 @@
 // BERT: embed, ln_embed, layers with attn, add1, ln1, mlp, add2, ln2 (post-LN), the
 // MLM head (head.transform linear + head.act gelu + head.ln, then head.decoder tied
 // to the token table), loss. Token-type embeddings and the pooler are omitted
-// (0.2 % of BERT-large's parameters). With dropout = 0 the attention's dropout op
-// and buffers are dropped; the FFN keeps its (no-op) dropout op.
+// (0.2 % of BERT-large's parameters). With dropout = 0 there is no dropout op or
+// buffer at all (attn.drop, mlp.drop and the attention core's mask and dropout output
+// are left out), as in a stack that runs none at rate 0.
 #pragma once
 #include <string_view>
 #include "../model/attention.hpp"
@@ -110,8 +111,10 @@ TENSOROPT_NOINLINE constexpr int lower_ffn(graph_builder& b, int x, const gpt_co
   x = lower_activation(b, x, f, op_kind::gelu);
   b.name_next("fc2");
   x = lower_linear(b, x, f, 1, c.hidden, "h", true);
-  b.name_next("drop");
-  x = lower_activation(b, x, h, op_kind::dropout, c.dropout);
+  if (c.dropout > 0) {  // dropout 0 is no op (dropout<0> lowers to nothing either)
+    b.name_next("drop");
+    x = lower_activation(b, x, h, op_kind::dropout, c.dropout);
+  }
   b.leave(scope);
   return x;
 }

@@ -8,8 +8,8 @@
 // `activation_dropout` adds a dropout after the FFN's activation, which the lowering
 // does not have (torch.nn.TransformerEncoderLayer has one): the layer's FFN-output
 // dropout, hidden wide, scaled to the FFN's width, its two launches (forward and
-// backward) kept as they are. (The lowering keeps that FFN-output dropout op at
-// dropout = 0, charged as at any rate: models/transformer.hpp.)
+// backward) kept as they are; a configuration with dropout 0 has no such op to scale
+// (invalid_argument).
 #pragma once
 #include <string>
 #include "../core/error.hpp"
@@ -38,7 +38,9 @@ inline double layer_seconds(models::gpt_config c, models::transformer_kind kind,
     if (g.ops[i].name == drop_name) drop = k;
   }
   if (activation_dropout) {
-    if (drop < 0) throw invalid_argument("layer_seconds: the lowering has no '" + drop_name + "' to scale");
+    if (drop < 0)
+      throw invalid_argument("layer_seconds: an activation dropout needs the configuration's dropout > 0 (there is no '" +
+                             drop_name + "' to scale)");
     const double launches = 2 * d.launch_overhead.value;
     t += (drop - launches) * double(c.ffn_size()) / double(c.hidden) + launches;
   }
