@@ -9,8 +9,9 @@ with model FLOPs per token = 6 N + 12 L h s. --json FILE writes the figures.
 Then one BERT-large encoder layer (hidden 1024, 16 heads, ffn 4096, post-LN, GELU,
 dropout 0.1 on the attention probabilities, the attention output and the FFN output, as
 DeepLearningExamples' modeling.py builds it: separate q, k, v linears), forward +
-backward in bf16 (weights and activations, as that release's model.half() in fp16), timed alone (no optimizer step) at the shapes of the
-published layer timings (cost/published_runs.hpp layer_runs: 96 x 128, 8 x 512):
+backward in bf16 (weights and activations, as that release's model.half() in fp16),
+timed alone (no optimizer step) at the shapes of the published layer timings
+(cost/published_runs.hpp layer_runs: 96 x 128, 8 x 512):
 eager (QK^T, scale, additive mask, softmax, dropout, times V) and with SDPA (no mask:
 every token is real). gpu_bench prices the same layers (plan/layer_time.hpp).
 

@@ -68,8 +68,7 @@ TENSOROPT_NOINLINE constexpr int lower_attention(graph_builder& b, int x, const 
   proj.bwd_flops_per_point = 4;
   save(proj, dim_mask({0, 1, 2, 3}), 0, 0);
   const int t_proj = b.emit(std::move(proj), std::move(name), {B, s, h}, tmap(-1, {0, 1, 4}));
-  if (drop > 0) return lower_activation(b, t_proj, in, op_kind::dropout, drop);
-  return t_proj;
+  return lower_activation(b, t_proj, in, op_kind::dropout, drop);  // at drop 0: no op
 }
 }  // namespace detail
 

@@ -118,8 +118,13 @@ TENSOROPT_NOINLINE constexpr int lower_layer_norm(graph_builder& b, int x, const
   return y;
 }
 
-/// gelu, relu (save their input) and dropout (saves a one-byte mask).
+/// gelu, relu (save their input) and dropout (saves a one-byte mask). A dropout of
+/// rate 0 is the identity: no op, and a name named<> gave it goes to no other op.
 TENSOROPT_NOINLINE constexpr int lower_activation(graph_builder& b, int x, const shape_desc& s, op_kind kind, double p = 0) {
+  if (kind == op_kind::dropout && p == 0) {
+    b.name_next("");
+    return x;
+  }
   op_node op;
   op.kind = kind;
   std::string_view fallback = "relu";
@@ -332,19 +337,14 @@ struct relu : detail::elementwise_layer<relu, op_kind::relu> {
 };
 
 /// Dropout with probability P (0 <= P < 1); saves a one-byte mask. dropout<0> is the
-/// identity and lowers to no op (a name named<> gave it goes to no other op).
+/// identity and lowers to no op (detail::lower_activation).
 template <double P = 0.1>
 struct dropout : detail::elementwise_layer<dropout<P>, op_kind::dropout> {
   static_assert(P >= 0 && P < 1, "tensoropt::dropout<P>: P must be in [0, 1)");
   static constexpr bool params_ok = P >= 0 && P < 1;
   template <class S>
   TENSOROPT_FLATTEN static constexpr int lower(detail::graph_builder& b, int x) {
-    if constexpr (P == 0) {
-      b.name_next("");
-      return x;
-    } else {
-      return detail::lower_activation(b, x, detail::desc_v<S>, op_kind::dropout, P);
-    }
+    return detail::lower_activation(b, x, detail::desc_v<S>, op_kind::dropout, P);
   }
 };
 

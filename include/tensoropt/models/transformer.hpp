@@ -111,10 +111,8 @@ TENSOROPT_NOINLINE constexpr int lower_ffn(graph_builder& b, int x, const gpt_co
   x = lower_activation(b, x, f, op_kind::gelu);
   b.name_next("fc2");
   x = lower_linear(b, x, f, 1, c.hidden, "h", true);
-  if (c.dropout > 0) {  // dropout 0 is no op (dropout<0> lowers to nothing either)
-    b.name_next("drop");
-    x = lower_activation(b, x, h, op_kind::dropout, c.dropout);
-  }
+  b.name_next("drop");
+  x = lower_activation(b, x, h, op_kind::dropout, c.dropout);  // at dropout 0: no op
   b.leave(scope);
   return x;
 }
