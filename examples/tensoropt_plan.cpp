@@ -16,6 +16,7 @@
 #include <tensoropt/plan/pipeline_report.hpp>
 #include <tensoropt/plan/pipeline_spec.hpp>
 #include <tensoropt/plan/planner.hpp>
+#include <tensoropt/plan/published_svg.hpp>
 #include <tensoropt/plan/strategy_spec.hpp>
 #include <tensoropt/search/pipeline_problem_json.hpp>
 #include <tensoropt/search/pipeline_solve.hpp>
@@ -545,6 +546,58 @@ int plan_with_stages(const to::plan_cli& c, const to::models::model_info& m, con
   return 0;
 }
 
+/// --published-runs: the cost model against the published runs (plan/published_check.hpp).
+int check_published(const to::plan_cli& c) {
+  const auto rows = to::check_published_runs();
+  std::printf("the cost model against %zu published runs (include/tensoropt/cost/published_runs.hpp: sources, "
+              "switches and reasons), each evaluated with its strategy SPEC and software stack as --strategy "
+              "evaluates it\n\n",
+              rows.size());
+  std::printf("%-12s %-34s %-10s %10s %10s %8s  %s\n", "list", "run", "device", "measured", "predicted", "error",
+              "held to");
+  std::vector<std::string> missed;
+  for (const auto& r : rows) {
+    std::string held = r.held ? to::detail::fmt("%g %%", 100 * r.tolerance)
+                              : (r.list == to::published_list::layer ? "under-predicted: " : "nothing: ") + r.note;
+    if (!r.ok()) {
+      held += "  MISSED";
+      missed.push_back(r.name);
+    }
+    std::printf("%-12s %-34s %-10s %10s %10s %+7.1f%%  %s%s\n", to::to_string(r.list), r.name.c_str(),
+                r.device.c_str(), to::format_seconds(r.measured).c_str(), to::format_seconds(r.predicted).c_str(),
+                100 * r.error(), held.c_str(), r.confirmed ? "" : " (unconfirmed)");
+  }
+  std::printf("\n");
+  for (auto l : {to::published_list::main, to::published_list::fused_stack, to::published_list::fp32,
+                 to::published_list::layer, to::published_list::outside}) {
+    std::size_t n = 0;
+    double worst = 0;
+    for (const auto& r : rows)
+      if (r.list == l) {
+        ++n;
+        worst = std::max(worst, std::abs(r.error()));
+      }
+    std::printf("%-12s %2zu rows, median |error| %4.1f %%, max %5.1f %%%s\n", to::to_string(l), n,
+                100 * to::published_median_error(rows, l), 100 * worst,
+                l == to::published_list::main ? to::detail::fmt(" (median held to %g %%)",
+                                                                100 * to::published_median_tolerance).c_str()
+                                              : "");
+  }
+  const double median = to::published_median_error(rows, to::published_list::main);
+  if (median > to::published_median_tolerance)
+    missed.push_back(to::detail::fmt("the main table's median (%.1f %%)", 100 * median));
+  if (!c.svg.empty()) write_file(c.svg, to::published_runs_svg(rows), "plot");
+  if (!missed.empty()) {
+    std::string list;
+    for (const auto& m : missed) list += (list.empty() ? "" : ", ") + m;
+    std::fprintf(stderr, "tensoropt-plan: --published-runs: %zu miss%s what they are held to: %s\n", missed.size(),
+                 missed.size() == 1 ? "es" : "", list.c_str());
+    return 1;
+  }
+  std::printf("every held row meets its tolerance\n");
+  return 0;
+}
+
 int run(int argc, char** argv) {
   const auto c = to::parse_plan_cli(argc, argv);
   if (c.help) { std::fputs(to::plan_cli_usage().c_str(), stdout); return 0; }
@@ -552,6 +605,7 @@ int run(int argc, char** argv) {
   if (c.list_gpus) { list_gpus(); return 0; }
   if (!c.check_frontier.empty()) return check_frontier_file(c);
   prepare_outputs(c);
+  if (c.published_runs) return check_published(c);
   if (!c.solve.empty()) return solve_file(c);
 
   if (!c.gpu.empty() || !c.gpu_file.empty()) gpu_of(c, "");  // a bad name or spec is refused before any work

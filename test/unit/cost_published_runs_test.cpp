@@ -10,13 +10,12 @@
 // must be over-predicted at the nominal 512 tokens and not at the binned bound.
 // Single encoder layers timed alone (layer_runs) are charged their layer's ops without
 // the optimizer step: the fused implementation within 15 %, PyTorch's eager layer
-// under-predicted (its reason).
+// under-predicted (its reason). The evaluation is plan/published_check.hpp's, which
+// `tensoropt-plan --published-runs` prints; the last case holds its verdict and plot.
 #include <tensoropt/cost/published_runs.hpp>
-#include <tensoropt/models/cnn.hpp>
 #include <tensoropt/models/gpt.hpp>
-#include <tensoropt/plan/layer_time.hpp>
-#include <tensoropt/plan/pipeline_spec.hpp>
-#include <tensoropt/plan/strategy_spec.hpp>
+#include <tensoropt/plan/published_check.hpp>
+#include <tensoropt/plan/published_svg.hpp>
 #include <doctest/doctest.h>
 #include <algorithm>
 #include <cmath>
@@ -30,79 +29,6 @@ namespace cost_published_runs_test_file {
 using namespace tensoropt;
 
 namespace {
-/// ResNet-50 at 12288 images (a multiple of every row's batch), cut to a row's batch
-/// by with_batch.
-const op_graph& resnet50_12288() {
-  static const op_graph g = lower<models::wide_resnet<50, 64, 1, 12288, "resnet50">>();
-  return g;
-}
-
-/// The row's graph; `seq` > 0 replaces a transformer row's sequence length.
-op_graph graph_of(const published_run& r, index_t seq = 0) {
-  if (r.model == published_model::resnet50) return with_batch(resnet50_12288(), r.global_batch);
-  models::gpt_config c;
-  c.layers = r.layers;
-  c.hidden = r.hidden;
-  c.heads = r.heads;
-  c.seq = seq ? seq : r.seq;
-  c.vocab = r.vocab;
-  c.batch = r.global_batch;
-  return lower_transformer(c, r.model == published_model::bert ? models::transformer_kind::bert
-                                                                 : models::transformer_kind::gpt);
-}
-
-/// Variants of the model for what-if prints. `no_latency`: the links' per-message
-/// latency set to 0 (collectives as few fused calls would cost, e.g. Horovod's
-/// tensor fusion, instead of one per parameter); `flat_gemm`: no contraction-length
-/// factor (device::gemm_k0 = 0); `no_bias_pass`: the row's linear_bias_pass off.
-struct variant {
-  bool no_latency = false, flat_gemm = false, no_bias_pass = false;
-};
-
-spec_evaluation evaluate_row(const published_run& r, index_t micro_batches = 0, index_t seq = 0,
-                             variant v = {}) {
-  device d = gpus::find(r.device);
-  if (v.no_latency) d.nvlink.latency = d.network.latency = seconds(0);
-  if (v.flat_gemm) d.gemm_k0 = 0;
-  const cluster cl(device_mesh(r.nodes, r.gpus_per_node), d);
-  build_options bo;
-  bo.prec = parse_precision(r.precision);
-  bo.micro_batches = micro_batches ? micro_batches : r.micro_batches();
-  bo.attention = r.attention;
-  bo.local_batch_norm = r.local_batch_norm;
-  bo.fused_bn_relu = r.fused_bn_relu;
-  bo.linear_bias_pass = r.linear_bias_pass && !v.no_bias_pass;
-  bo.overlap_grad_sync = r.overlap_grad_sync;
-  const strategy_spec s = parse_strategy_spec(r.strategy);
-  if (s.pp == 1) return evaluate_spec(s, graph_of(r, seq), cl, bo);
-  // a pipeline row: balanced stages under 1F1B, as `tensoropt-plan --strategy pp=P,...`
-  // evaluates them (the per-op breakdown is left empty: no pipelined row needs it)
-  const op_graph g = graph_of(r, seq);
-  const pipeline_cost c = evaluate_pipeline(g, plan_from_spec(g, cl.mesh, s, bo.micro_batches), cl, bo);
-  spec_evaluation e;
-  e.time = double(c.time) / ps_per_second;
-  e.memory = double(c.memory);
-  e.mfu = model_flops_utilization(g, e.time, cl, bo.prec);
-  return e;
-}
-
-/// A row's predicted seconds per iteration. For a BERT row with mlm_predictions > 0
-/// the MLM head and its loss run on the masked positions only (dense_sequence_output,
-/// the source's default): the lowering runs them on every token, so their share of
-/// the breakdown is scaled by mlm_predictions / seq (the head is per token); with
-/// `full_head` it is left on every token. `seq` > 0 replaces the sequence length.
-double predict(const published_run& r, index_t micro_batches = 0, index_t seq = 0, bool full_head = false,
-               variant v = {}) {
-  const auto e = evaluate_row(r, micro_batches, seq, v);
-  if (!r.transformer() || r.mlm_predictions == 0 || full_head) return e.time;
-  double head = 0;
-  for (const auto& o : e.ops)
-    if (o.name.rfind("head.", 0) == 0 || o.name == "loss") head += o.time;
-  return e.time - head * (1 - double(r.mlm_predictions) / double(seq ? seq : r.seq));
-}
-
-double predicted_seconds(const published_run& r, index_t micro_batches = 0) { return predict(r, micro_batches); }
-
 /// |a / b - 1| <= tol. (doctest::Approx adds a scale of 1 to its epsilon's base, so
 /// for values near 1 it accepts about twice the stated relative error.)
 bool within(double a, double b, double tol) { return std::abs(a / b - 1) <= tol; }
@@ -158,14 +84,14 @@ TEST_CASE("published runs: the BERT stack in FP32 on V100, each row within 15 %"
   std::vector<double> err;
   for (const auto& r : fp32_runs) {
     CAPTURE(r.name);
-    const double meas = measured_seconds(r), pred = predicted_seconds(r);
+    const double meas = measured_seconds(r), pred = predict_published(r);
     std::printf("%-34s %9.3fs %9.3fs %+7.1f%%\n", std::string(r.name).c_str(), meas, pred,
                 100 * (pred - meas) / meas);
     CHECK(std::abs(pred - meas) / meas <= 0.15);
     err.push_back(std::abs(pred - meas) / meas);
   }
   for (const auto& r : published_runs)
-    err.push_back(std::abs(predicted_seconds(r) - measured_seconds(r)) / measured_seconds(r));
+    err.push_back(std::abs(predict_published(r) - measured_seconds(r)) / measured_seconds(r));
   std::printf("main table with the FP32 rows: %zu rows, median |error| %.1f%% (not held)\n", err.size(),
               100 * median(err));
 }
@@ -178,10 +104,10 @@ TEST_CASE("published runs: the MXNet fused batch-norm stack, each row within 15 
   std::vector<double> err;
   for (const auto& r : fused_stack_runs) {
     CAPTURE(r.name);
-    const double meas = measured_seconds(r), pred = predicted_seconds(r);
+    const double meas = measured_seconds(r), pred = predict_published(r);
     published_run unfused = r;
     unfused.fused_bn_relu = false;
-    const double plain = predicted_seconds(unfused);
+    const double plain = predict_published(unfused);
     CHECK(pred < plain);
     std::printf("%-34s %9.3fs %9.3fs %+7.1f%% (unfused: %+7.1f%%)\n", std::string(r.name).c_str(), meas, pred,
                 100 * (pred - meas) / meas, 100 * (plain - meas) / meas);
@@ -190,7 +116,7 @@ TEST_CASE("published runs: the MXNet fused batch-norm stack, each row within 15 
   }
   std::printf("fused-stack rows: %zu, median |error| %.1f%%\n", err.size(), 100 * median(err));
   for (const auto& r : published_runs)
-    err.push_back(std::abs(predicted_seconds(r) - measured_seconds(r)) / measured_seconds(r));
+    err.push_back(std::abs(predict_published(r) - measured_seconds(r)) / measured_seconds(r));
   std::printf("main table with them: %zu rows, median |error| %.1f%% (not held)\n", err.size(), 100 * median(err));
 }
 
@@ -230,7 +156,7 @@ TEST_CASE("published runs: predicted step time within 15 %, median within 5 %") 
   std::printf("%-30s %10s %10s %8s %s\n", "run", "measured", "predicted", "error", "rows");
   for (const auto& r : published_runs) {
     CAPTURE(r.name);
-    const double meas = measured_seconds(r), pred = predicted_seconds(r);
+    const double meas = measured_seconds(r), pred = predict_published(r);
     const double err = (pred - meas) / meas;
     std::printf("%-30s %9.3fs %9.3fs %+7.1f%% %s%s\n", std::string(r.name).c_str(), meas, pred, 100 * err,
                 r.fit_row ? "fit" : "check", r.confirmed ? "" : ", unconfirmed");
@@ -257,7 +183,7 @@ TEST_CASE("published runs: predicted step time within 15 %, median within 5 %") 
     int n = 0;
     for (const auto& r : published_runs)
       if (r.device == d->name) {
-        sum += (predicted_seconds(r) - measured_seconds(r)) / measured_seconds(r);
+        sum += (predict_published(r) - measured_seconds(r)) / measured_seconds(r);
         ++n;
       }
     if (n) std::printf("%s: %d rows, mean signed error %+.1f%%\n", std::string(d->name).c_str(), n, 100 * sum / n);
@@ -271,26 +197,11 @@ TEST_CASE("published runs: the runs outside the model, printed") {
   // the gap stays visible; the test only checks that every row evaluates.
   for (const auto& r : unmodelled_runs) {
     CAPTURE(r.name);
-    const double meas = measured_seconds(r), pred = predicted_seconds(r);
+    const double meas = measured_seconds(r), pred = predict_published(r);
     CHECK(pred > 0);
     std::printf("%-30s %9.3fs %9.3fs %+7.1f%% outside: %s\n", std::string(r.name).c_str(), meas, pred,
                 100 * (pred - meas) / meas, std::string(r.note).c_str());
   }
-}
-
-/// One encoder layer's forward + backward as the model charges it (plan/layer_time.hpp)
-/// for a row: BERT's layer at the row's shape and batch, the implementation's bias
-/// pass and activation dropout.
-double predict_layer(const published_layer_run& r) {
-  models::gpt_config c;
-  c.hidden = r.hidden;
-  c.heads = r.heads;
-  c.seq = r.seq;
-  c.vocab = 30528;
-  c.batch = r.batch;
-  build_options bo;
-  bo.linear_bias_pass = r.linear_bias_pass;
-  return layer_seconds(c, models::transformer_kind::bert, gpus::find(r.device), bo, r.activation_dropout);
 }
 
 TEST_CASE("published runs: encoder layers timed alone, per implementation") {
@@ -304,7 +215,7 @@ TEST_CASE("published runs: encoder layers timed alone, per implementation") {
     REQUIRE(r.batch > 0);
     REQUIRE(!r.source.empty());
     REQUIRE(!r.note.empty());
-    const double meas = r.milliseconds / 1e3, pred = predict_layer(r);
+    const double meas = r.milliseconds / 1e3, pred = predict_published_layer(r);
     const double err = (pred - meas) / meas;
     std::printf("%-32s %9.2fms %9.2fms %+7.1f%% %s: %s\n", std::string(r.name).c_str(), 1e3 * meas, 1e3 * pred,
                 100 * err, r.held ? "held" : "outside", std::string(r.note).c_str());
@@ -319,9 +230,9 @@ TEST_CASE("published runs: encoder layers timed alone, per implementation") {
   // the activation dropout adds one memory-bound 4h-wide pass: something, and a few
   // percent of the layer at most
   published_layer_run r = layer_runs[0];
-  const double with = predict_layer(r);
+  const double with = predict_published_layer(r);
   r.activation_dropout = false;
-  const double without = predict_layer(r);
+  const double without = predict_published_layer(r);
   CHECK(without < with);
   CHECK(with - without < 0.05 * without);
   // at dropout 0 there is no dropout op to scale: refused in words
@@ -346,14 +257,14 @@ TEST_CASE("published runs: BERT phase 2, binned sequences") {
     ++rows;
     REQUIRE(r.computed_seq_bound < r.seq);
     const double meas = measured_seconds(r);
-    const double nominal = predicted_seconds(r);
-    const double at_bound = predict(r, 0, r.computed_seq_bound);
+    const double nominal = predict_published(r);
+    const double at_bound = predict_published(r, 0, r.computed_seq_bound);
     CHECK(nominal > meas);
     CHECK(at_bound < meas);
     index_t lo = 64, hi = r.seq;  // prediction(lo) < meas < prediction(hi)
     while (hi - lo > 4) {
       const index_t mid = (lo + hi) / 2;
-      (predict(r, 0, mid) < meas ? lo : hi) = mid;
+      (predict_published(r, 0, mid) < meas ? lo : hi) = mid;
     }
     std::printf("%-30s at %d tokens: %+7.1f%%, at %lld: %+7.1f%%; model meets the measurement at %lld-%lld tokens\n",
                 std::string(r.name).c_str(), int(r.seq), 100 * (nominal - meas) / meas,
@@ -366,7 +277,7 @@ TEST_CASE("published runs: BERT phase 2, binned sequences") {
 TEST_CASE("published runs: BERT with the MLM head on the masked positions only") {
   // dense_sequence_output (the source's default) runs the MLM head and loss on 20 of
   // 128 (80 of 512) tokens; the lowering runs them on all. Every BERT prediction
-  // uses the masked positions (predict()); printed: the error with the head on
+  // uses the masked positions (predict_published()); printed: the error with the head on
   // every token too, which the source's stack does not run.
   std::vector<published_run> bert;
   for (const auto& r : published_runs)
@@ -378,7 +289,7 @@ TEST_CASE("published runs: BERT with the MLM head on the masked positions only")
     CAPTURE(r.name);
     REQUIRE(r.mlm_predictions > 0);
     REQUIRE(r.mlm_predictions < r.seq);
-    const double meas = measured_seconds(r), full = predict(r, 0, 0, true), dense = predicted_seconds(r);
+    const double meas = measured_seconds(r), full = predict_published(r, 0, 0, true), dense = predict_published(r);
     CHECK(dense < full);
     std::printf("%-30s head on every token: %+7.1f%%, on %lld masked positions: %+7.1f%%\n",
                 std::string(r.name).c_str(), 100 * (full - meas) / meas, static_cast<long long>(r.mlm_predictions),
@@ -427,9 +338,9 @@ TEST_CASE("published runs: data-parallel scaling of ResNet-50, N-GPU step over 1
     REQUIRE(a.micro_batch == b.micro_batch);  // same per-GPU batch
     REQUIRE(a.device == b.device);
     const double measured = measured_seconds(b) / measured_seconds(a);
-    const double predicted = predicted_seconds(b) / predicted_seconds(a);
-    const variant fused{.no_latency = true};
-    const double fused_calls = evaluate_row(b, 0, 0, fused).time / evaluate_row(a, 0, 0, fused).time;
+    const double predicted = predict_published(b) / predict_published(a);
+    const published_variant fused{.no_latency = true};
+    const double fused_calls = evaluate_published(b, 0, 0, fused).time / evaluate_published(a, 0, 0, fused).time;
     std::printf("%-34s / 1 GPU: measured %.3f, predicted %.3f (%+.1f%%)%s; without link latency %.3f\n",
                 std::string(b.name).c_str(), measured, predicted, 100 * (predicted - measured) / measured,
                 p.held ? "" : ", not held", fused_calls);
@@ -438,13 +349,13 @@ TEST_CASE("published runs: data-parallel scaling of ResNet-50, N-GPU step over 1
     // the rows' overlap switch flipped (off for MXNet, on for PyTorch; file comment)
     auto flipped = [](published_run r) {
       r.overlap_grad_sync = !r.overlap_grad_sync;
-      return evaluate_row(r).time;
+      return evaluate_published(r).time;
     };
     const double fa = flipped(a), fb = flipped(b);
     std::printf("%-34s   overlap_grad_sync %s: step %+.1f%% against measured, ratio %.3f\n", std::string(b.name).c_str(),
                 b.overlap_grad_sync ? "off" : "on", 100 * (fb - measured_seconds(b)) / measured_seconds(b), fb / fa);
     // overlap never costs time: hidden sync only comes off
-    const double base = evaluate_row(b).time;
+    const double base = evaluate_published(b).time;
     CHECK((b.overlap_grad_sync ? base <= fb * (1 + 1e-12) : fb <= base * (1 + 1e-12)));
   }
 }
@@ -457,7 +368,7 @@ TEST_CASE("published runs: sensitivity to the assumed micro-batch size") {
     // (a pipelined row needs a micro-batch per stage: one micro-batch is not a plan)
     if (r.micro_batches() == 1 || r.model != published_model::gpt || r.pp() > 1) continue;
     CAPTURE(r.name);
-    const double meas = measured_seconds(r), as_row = predicted_seconds(r), one = predicted_seconds(r, 1);
+    const double meas = measured_seconds(r), as_row = predict_published(r), one = predict_published(r, 1);
     std::printf("%-30s one micro-batch: %9.3fs %+7.1f%% (row: %+7.1f%%)\n", std::string(r.name).c_str(), one,
                 100 * (one - meas) / meas, 100 * (as_row - meas) / meas);
     CHECK(one < as_row);
@@ -471,7 +382,7 @@ TEST_CASE("published runs: every run's predicted memory fits its device") {
   auto check = [](const published_run& r) {
     CAPTURE(r.name);
     const device d = gpus::find(r.device);
-    const double mem = evaluate_row(r).memory, cap = d.capacity.value;
+    const double mem = evaluate_published(r).memory, cap = d.capacity.value;
     std::printf("%-34s predicted %6.1f GiB of %5.1f GiB (%3.0f %%)\n", std::string(r.name).c_str(),
                 mem / double(1 << 30), cap / double(1 << 30), 100 * mem / cap);
     CHECK(mem <= cap);
@@ -501,14 +412,14 @@ TEST_CASE("published runs: the pipeline bubble as data parallelism grows (Naraya
     const auto& base = find(gr[0]);
     REQUIRE(base.pp() > 1);
     const double meas0 = measured_seconds(base) * double(base.gpus());
-    const double pred0 = predicted_seconds(base) * double(base.gpus());
+    const double pred0 = predict_published(base) * double(base.gpus());
     for (std::size_t i = 1; i < 3; ++i) {
       const auto& r = find(gr[i]);
       CAPTURE(r.name);
       REQUIRE(r.global_batch == base.global_batch);
       REQUIRE(r.strategy == base.strategy);
       const double measured = measured_seconds(r) * double(r.gpus()) / meas0;
-      const double predicted = predicted_seconds(r) * double(r.gpus()) / pred0;
+      const double predicted = predict_published(r) * double(r.gpus()) / pred0;
       const double bubble = double(r.pp() - 1) / double(r.micro_batches());
       std::printf("%-20s GPU-seconds over %-16s measured %.3f, predicted %.3f (%+.1f%%); bubble (p-1)/m %.3f\n",
                   std::string(r.name).c_str(), std::string(base.name).c_str(), measured, predicted,
@@ -528,7 +439,7 @@ TEST_CASE("published runs: the recomputation saving of Korthikanti et al. (22B)"
   REQUIRE(full.name == "korthikanti-22b-full");
   REQUIRE(sel.name == "korthikanti-22b-selective-sp");
   const double measured = measured_seconds(full) / measured_seconds(sel);
-  const double predicted = predicted_seconds(full) / predicted_seconds(sel);
+  const double predicted = predict_published(full) / predict_published(sel);
   std::printf("22B full / selective+sp: measured %.3f, predicted %.3f\n", measured, predicted);
   CHECK(within(predicted, measured, 0.05));
 }
@@ -550,10 +461,10 @@ TEST_CASE("published runs: BERT at sequence 128, what each term of the model add
   for (const auto& r : rows) {
     CAPTURE(r.name);
     REQUIRE(r.linear_bias_pass);
-    const double meas = measured_seconds(r), all = predicted_seconds(r);
-    const double flat = predict(r, 0, 0, false, {.flat_gemm = true});
-    const double no_pass = predict(r, 0, 0, false, {.no_bias_pass = true});
-    const double neither = predict(r, 0, 0, false, {.flat_gemm = true, .no_bias_pass = true});
+    const double meas = measured_seconds(r), all = predict_published(r);
+    const double flat = predict_published(r, 0, 0, false, {.flat_gemm = true});
+    const double no_pass = predict_published(r, 0, 0, false, {.no_bias_pass = true});
+    const double neither = predict_published(r, 0, 0, false, {.flat_gemm = true, .no_bias_pass = true});
     std::printf("%-30s %+7.1f%%; without the K factor %+7.1f%%, without the bias pass %+7.1f%%, without both %+7.1f%%\n",
                 std::string(r.name).c_str(), 100 * (all - meas) / meas, 100 * (flat - meas) / meas,
                 100 * (no_pass - meas) / meas, 100 * (neither - meas) / meas);
@@ -561,5 +472,95 @@ TEST_CASE("published runs: BERT at sequence 128, what each term of the model add
     CHECK(all > no_pass);
     CHECK(std::abs(all - meas) < std::abs(neither - meas));
   }
+}
+
+TEST_CASE("published runs: the check tensoropt-plan --published-runs prints, and its plot") {
+  // check_published_runs evaluates every list as the cases above do; what each row is
+  // held to decides published_check_passes, and a row moved past its tolerance (or the
+  // main median past 5 %) must fail it.
+  const auto rows = check_published_runs();
+  REQUIRE(rows.size() == published_runs.size() + fused_stack_runs.size() + fp32_runs.size() + layer_runs.size() +
+                             unmodelled_runs.size());
+  for (const auto& r : rows) {
+    CAPTURE(r.name);
+    CHECK(r.measured > 0);
+    CHECK(r.predicted > 0);
+    CHECK(r.ok());
+    CHECK((r.held || !r.note.empty()));  // a row not held says why
+  }
+  CHECK(rows.front().name == published_runs[0].name);
+  CHECK(rows.front().predicted == predict_published(published_runs[0]));
+  CHECK(published_check_passes(rows));
+  CHECK(published_median_error(rows, published_list::main) <= published_median_tolerance);
+  {
+    auto bad = rows;  // one held row 16 % slow
+    bad[0].predicted = bad[0].measured * 1.16;
+    CHECK_FALSE(bad[0].ok());
+    CHECK_FALSE(published_check_passes(bad));
+  }
+  {
+    auto bad = rows;  // a layer row not held, over-predicted
+    const auto it = std::find_if(bad.begin(), bad.end(),
+                                 [](const published_check_row& r) { return r.list == published_list::layer && !r.held; });
+    REQUIRE(it != bad.end());
+    it->predicted = it->measured * 1.01;
+    CHECK_FALSE(published_check_passes(bad));
+  }
+  {
+    auto bad = rows;  // every main row 6 % fast: each within 15 %, the median not within 5 %
+    for (auto& r : bad)
+      if (r.list == published_list::main) r.predicted = r.measured * 0.94;
+    CHECK(std::all_of(bad.begin(), bad.end(), [](const published_check_row& r) { return r.ok(); }));
+    CHECK_FALSE(published_check_passes(bad));
+  }
+  {
+    auto any = rows;  // an outside row is held to nothing
+    const auto it = std::find_if(any.begin(), any.end(),
+                                 [](const published_check_row& r) { return r.list == published_list::outside; });
+    REQUIRE(it != any.end());
+    it->predicted = it->measured * 3;
+    CHECK(published_check_passes(any));
+  }
+
+  // The plot: one mark per row, with its list and a tooltip; the band, the summary.
+  const std::string svg = published_runs_svg(rows);
+  const auto count = [&](const std::string& what) {
+    std::size_t n = 0;
+    for (auto at = svg.find(what); at != std::string::npos; at = svg.find(what, at + 1)) ++n;
+    return n;
+  };
+  CHECK(svg.rfind("<svg", 0) == 0);
+  CHECK(svg.find("</svg>") != std::string::npos);
+  CHECK(count("class=\"row\"") == rows.size());
+  CHECK(count("<title>") == rows.size() + 1);  // the rows and the band
+  CHECK(count("data-list=\"main\"") == published_runs.size());
+  CHECK(count("data-list=\"outside\"") == unmodelled_runs.size());
+  CHECK(count("data-list=\"layer\"") == layer_runs.size());
+  CHECK(count("class=\"band\"") == 1);
+  for (const auto& r : rows) CHECK(svg.find("data-name=\"" + r.name + "\"") != std::string::npos);
+  CHECK(svg.find("MISSED") == std::string::npos);
+  CHECK(svg.find(std::to_string(published_runs.size() + fused_stack_runs.size() + fp32_runs.size() + 2) +
+                 " of ") != std::string::npos);  // every held row (two layer rows held) meets its tolerance
+  {
+    auto bad = rows;
+    bad[0].predicted = bad[0].measured * 1.3;
+    const std::string b = published_runs_svg(bad);
+    CHECK(b.find("MISSED") != std::string::npos);
+  }
+  // a row far outside (+63 %) stretches the error axis to hold it: every mark's centre
+  // lies inside the plot frame (y from 56 to 462 px)
+  std::size_t marks = 0;
+  for (std::size_t at = svg.find("class=\"row\""); at != std::string::npos; at = svg.find("class=\"row\"", at + 1)) {
+    const std::string e = svg.substr(at, svg.find('>', at) - at);
+    double y = 0;
+    if (const auto c = e.find(" cy=\""); c != std::string::npos) y = std::stod(e.substr(c + 5));
+    else if (const auto r = e.find(" y=\""); r != std::string::npos) y = std::stod(e.substr(r + 4)) + 4.5;
+    else if (const auto d = e.find(" d=\"M"); d != std::string::npos) y = std::stod(e.substr(e.find(',', d) + 1)) + 6;
+    CAPTURE(e);
+    CHECK(y >= 56);
+    CHECK(y <= 520 - 58);
+    ++marks;
+  }
+  CHECK(marks == rows.size());
 }
 }  // namespace cost_published_runs_test_file

@@ -1,7 +1,8 @@
 // Published measurements of real training runs that the strategy space can express,
 // kept as a table so the cost model is checked against hardware it has never run on
 // (unit test cost_published_runs_test: every row's predicted step time within 15 %
-// of the measured one, the median within 5 %).
+// of the measured one, the median within 5 %; `tensoropt-plan --published-runs` prints
+// and plots the same check, plan/published_check.hpp).
 //
 // A row is one run: the model (a GPT, a BERT or ResNet-50), the cluster (nodes x GPUs
 // per node and the device preset), the strategy as a `--strategy` SPEC

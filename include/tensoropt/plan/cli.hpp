@@ -38,6 +38,7 @@ struct plan_cli {
   std::optional<double> time_target;    ///< seconds, with --device-counts
   std::string frontier_json, problem_json, solve, svg, html;
   std::string check_frontier;           ///< check this frontier file against --problem-json
+  bool published_runs = false;          ///< check the cost model against the published runs
   std::string save_plan;                ///< write the chosen plan (tensoropt-plan/1)
   std::string strategy;                 ///< evaluate this SPEC instead of searching
   bool pipeline = false;                ///< search pipeline stages too (plan/pipeline_planner.hpp)
@@ -107,6 +108,10 @@ struct reflection<plan_cli> {
                                                   "--problem-json names (tensoropt-problem/1, /2 or "
                                                   "tensoropt-pipeline-problem/1); fails on the first that differs")
           .meta("FILE"),
+      field("published-runs", &c::published_runs,
+            "check the cost model against the published training runs it ships with: each row's predicted and "
+            "measured step time, what it is held to (15 % per held row, the main table's median 5 %) or why it is "
+            "outside; with --svg, a plot; exits 1 when a held row misses"),
       field("solve", &c::solve, "read a tensoropt-problem/1 or /2 file (or a tensoropt-pipeline-problem/1 file: "
                                 "the frontier over its partitions) instead of a model; exact unless --mode fast "
                                 "(a /2 file's repeated block composed by powering)").meta("FILE"),
@@ -165,6 +170,13 @@ inline plan_cli parse_plan_cli(int argc, const char* const* argv) {
       if (f != "check-frontier" && f != "problem-json" && f != "micro-batches" && f != "quiet")
         throw invalid_argument("--" + f + " does not apply to --check-frontier, which reads a frontier and a problem "
                                "file: drop --" + f);
+    return c;
+  }
+  if (c.published_runs) {
+    for (const auto& f : g.names)
+      if (f != "published-runs" && f != "svg" && f != "quiet")
+        throw invalid_argument("--" + f + " does not apply to --published-runs, which evaluates each published run "
+                               "on its own model, cluster and stack: drop --" + f);
     return c;
   }
   if (!c.problem_json.empty() && !c.micro_batches && c.solve.empty() && c.strategy.empty() && !c.pipeline)
