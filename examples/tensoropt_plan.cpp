@@ -555,14 +555,10 @@ int check_published(const to::plan_cli& c) {
               rows.size());
   std::printf("%-12s %-34s %-10s %10s %10s %8s  %s\n", "list", "run", "device", "measured", "predicted", "error",
               "held to");
-  std::vector<std::string> missed;
   for (const auto& r : rows) {
     std::string held = r.held ? to::detail::fmt("%g %%", 100 * r.tolerance)
                               : (r.list == to::published_list::layer ? "under-predicted: " : "nothing: ") + r.note;
-    if (!r.ok()) {
-      held += "  MISSED";
-      missed.push_back(r.name);
-    }
+    if (!r.ok()) held += "  MISSED";
     std::printf("%-12s %-34s %-10s %10s %10s %+7.1f%%  %s%s\n", to::to_string(r.list), r.name.c_str(),
                 r.device.c_str(), to::format_seconds(r.measured).c_str(), to::format_seconds(r.predicted).c_str(),
                 100 * r.error(), held.c_str(), r.confirmed ? "" : " (unconfirmed)");
@@ -583,15 +579,11 @@ int check_published(const to::plan_cli& c) {
                                                                 100 * to::published_median_tolerance).c_str()
                                               : "");
   }
-  const double median = to::published_median_error(rows, to::published_list::main);
-  if (median > to::published_median_tolerance)
-    missed.push_back(to::detail::fmt("the main table's median (%.1f %%)", 100 * median));
   if (!c.svg.empty()) write_file(c.svg, to::published_runs_svg(rows), "plot");
-  if (!missed.empty()) {
+  if (const auto missed = to::published_check_misses(rows); !missed.empty()) {
     std::string list;
     for (const auto& m : missed) list += (list.empty() ? "" : ", ") + m;
-    std::fprintf(stderr, "tensoropt-plan: --published-runs: %zu miss%s what they are held to: %s\n", missed.size(),
-                 missed.size() == 1 ? "es" : "", list.c_str());
+    std::fprintf(stderr, "tensoropt-plan: --published-runs: not within what it is held to: %s\n", list.c_str());
     return 1;
   }
   std::printf("every held row meets its tolerance\n");
