@@ -555,29 +555,18 @@ int check_published(const to::plan_cli& c) {
               rows.size());
   std::printf("%-12s %-34s %-10s %10s %10s %8s  %s\n", "list", "run", "device", "measured", "predicted", "error",
               "held to");
-  for (const auto& r : rows) {
-    std::string held = r.held ? to::detail::fmt("%g %%", 100 * r.tolerance)
-                              : (r.list == to::published_list::layer ? "under-predicted: " : "nothing: ") + r.note;
-    if (!r.ok()) held += "  MISSED";
-    std::printf("%-12s %-34s %-10s %10s %10s %+7.1f%%  %s%s\n", to::to_string(r.list), r.name.c_str(),
+  for (const auto& r : rows)
+    std::printf("%-12s %-34s %-10s %10s %10s %+7.1f%%  %s%s%s\n", to::to_string(r.list), r.name.c_str(),
                 r.device.c_str(), to::format_seconds(r.measured).c_str(), to::format_seconds(r.predicted).c_str(),
-                100 * r.error(), held.c_str(), r.confirmed ? "" : " (unconfirmed)");
-  }
+                100 * r.error(), r.held_to().c_str(), r.ok() ? "" : "  MISSED", r.confirmed ? "" : " (unconfirmed)");
   std::printf("\n");
-  for (auto l : {to::published_list::main, to::published_list::fused_stack, to::published_list::fp32,
-                 to::published_list::layer, to::published_list::outside}) {
-    std::size_t n = 0;
-    double worst = 0;
-    for (const auto& r : rows)
-      if (r.list == l) {
-        ++n;
-        worst = std::max(worst, std::abs(r.error()));
-      }
-    std::printf("%-12s %2zu rows, median |error| %4.1f %%, max %5.1f %%%s\n", to::to_string(l), n,
-                100 * to::published_median_error(rows, l), 100 * worst,
-                l == to::published_list::main ? to::detail::fmt(" (median held to %g %%)",
-                                                                100 * to::published_median_tolerance).c_str()
-                                              : "");
+  for (const auto l : to::published_lists) {
+    const auto sum = to::summarize(rows, l);
+    std::printf("%-12s %2zu rows, median |error| %4.1f %%, max %5.1f %%%s\n", to::to_string(l), sum.rows,
+                100 * sum.median, 100 * sum.max,
+                l == to::published_list::main
+                    ? to::detail::fmt(" (median held to %g %%)", 100 * to::published_median_tolerance).c_str()
+                    : "");
   }
   if (!c.svg.empty()) write_file(c.svg, to::published_runs_svg(rows), "plot");
   if (const auto missed = to::published_check_misses(rows); !missed.empty()) {

@@ -27,6 +27,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <string>
+#include <string_view>
 #include <vector>
 #include "../cost/published_runs.hpp"
 #include "../models/cnn.hpp"
@@ -121,6 +122,11 @@ inline double predict_published_layer(const published_layer_run& r) {
 /// Which list of cost/published_runs.hpp a row is from (see the file comment).
 enum class published_list { main, fused_stack, fp32, layer, outside };
 
+/// The lists in the order they are checked, printed and plotted.
+inline constexpr published_list published_lists[] = {published_list::main, published_list::fused_stack,
+                                                     published_list::fp32, published_list::layer,
+                                                     published_list::outside};
+
 inline const char* to_string(published_list l) {
   switch (l) {
     case published_list::main: return "main";
@@ -132,72 +138,80 @@ inline const char* to_string(published_list l) {
   return "?";
 }
 
+/// The |error| a held row is held to, and the median the main list is held to.
+inline constexpr double published_row_tolerance = 0.15;
+inline constexpr double published_median_tolerance = 0.05;
+
 /// One row checked: measured and predicted seconds (per iteration; per layer pass for a
 /// layer row) and what it is held to.
 struct published_check_row {
   std::string name, device, note, source;
   published_list list = published_list::main;
   double measured = 0, predicted = 0;
-  bool held = true;       ///< held to `tolerance`; otherwise printed with `note`
+  bool held = true;       ///< held to published_row_tolerance; otherwise printed with `note`
   bool confirmed = true;  ///< figure and configuration checked against a stored copy of the source
-  double tolerance = 0.15;
   double error() const { return predicted / measured - 1; }
   /// Whether the row meets what it is held to: |error| within the tolerance when held; a
   /// layer row not held must be under-predicted; an outside row is held to nothing.
   bool ok() const {
-    if (held) return std::abs(error()) <= tolerance;
+    if (held) return std::abs(error()) <= published_row_tolerance;
     return list == published_list::layer ? predicted < measured : true;
+  }
+  /// What it is held to, in words ("within 15 %"; "under-predicted, printed: NOTE";
+  /// "nothing, outside the model: NOTE").
+  std::string held_to() const {
+    if (held) return "within " + std::to_string(int(std::lround(100 * published_row_tolerance))) + " %";
+    return (list == published_list::layer ? "under-predicted, printed: " : "nothing, outside the model: ") + note;
   }
 };
 
 /// Every row of every list, evaluated (see the file comment).
 inline std::vector<published_check_row> check_published_runs() {
   std::vector<published_check_row> out;
-  auto add = [&](const published_run& r, published_list l, bool held) {
-    published_check_row c;
-    c.name = std::string(r.name);
-    c.device = std::string(r.device);
-    c.note = std::string(r.note);
-    c.source = std::string(r.source);
-    c.list = l;
-    c.measured = measured_seconds(r);
-    c.predicted = predict_published(r);
-    c.held = held;
-    c.confirmed = r.confirmed;
-    out.push_back(std::move(c));
+  auto add = [&](std::string_view name, std::string_view device, std::string_view note, std::string_view source,
+                 published_list l, double measured, double predicted, bool held, bool confirmed) {
+    out.push_back({std::string(name), std::string(device), std::string(note), std::string(source), l, measured,
+                   predicted, held, confirmed});
   };
-  for (const auto& r : published_runs) add(r, published_list::main, true);
-  for (const auto& r : fused_stack_runs) add(r, published_list::fused_stack, true);
-  for (const auto& r : fp32_runs) add(r, published_list::fp32, true);
-  for (const auto& r : layer_runs) {
-    published_check_row c;
-    c.name = std::string(r.name);
-    c.device = std::string(r.device);
-    c.note = std::string(r.note);
-    c.source = std::string(r.source);
-    c.list = published_list::layer;
-    c.measured = r.milliseconds / 1e3;
-    c.predicted = predict_published_layer(r);
-    c.held = r.held;
-    out.push_back(std::move(c));
-  }
-  for (const auto& r : unmodelled_runs) add(r, published_list::outside, false);
+  auto add_run = [&](const published_run& r, published_list l, bool held) {
+    add(r.name, r.device, r.note, r.source, l, measured_seconds(r), predict_published(r), held, r.confirmed);
+  };
+  for (const auto& r : published_runs) add_run(r, published_list::main, true);
+  for (const auto& r : fused_stack_runs) add_run(r, published_list::fused_stack, true);
+  for (const auto& r : fp32_runs) add_run(r, published_list::fp32, true);
+  for (const auto& r : layer_runs)
+    add(r.name, r.device, r.note, r.source, published_list::layer, r.milliseconds / 1e3, predict_published_layer(r),
+        r.held, true);
+  for (const auto& r : unmodelled_runs) add_run(r, published_list::outside, false);
   return out;
 }
 
-/// The median of |error| over the rows of list `l` (0 for none).
-inline double published_median_error(const std::vector<published_check_row>& rows, published_list l) {
+namespace detail {
+/// The median of `v` (0 for none).
+inline double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+}  // namespace detail
+
+/// A list's rows: how many, and the median and largest |error| over them (0 for none).
+struct published_summary {
+  std::size_t rows = 0;
+  double median = 0, max = 0;
+};
+
+inline published_summary summarize(const std::vector<published_check_row>& rows, published_list l) {
   std::vector<double> e;
   for (const auto& r : rows)
     if (r.list == l) e.push_back(std::abs(r.error()));
-  if (e.empty()) return 0;
-  std::sort(e.begin(), e.end());
-  const std::size_t n = e.size();
-  return n % 2 ? e[n / 2] : (e[n / 2 - 1] + e[n / 2]) / 2;
+  published_summary s;
+  s.rows = e.size();
+  s.max = e.empty() ? 0 : *std::max_element(e.begin(), e.end());
+  s.median = detail::median(std::move(e));
+  return s;
 }
-
-/// The median the main list is held to.
-inline constexpr double published_median_tolerance = 0.05;
 
 /// What misses what it is held to: the name of each row whose ok() is false, then "the
 /// main table's median (x %)" when that median exceeds published_median_tolerance.
@@ -205,7 +219,7 @@ inline std::vector<std::string> published_check_misses(const std::vector<publish
   std::vector<std::string> out;
   for (const auto& r : rows)
     if (!r.ok()) out.push_back(r.name);
-  const double m = published_median_error(rows, published_list::main);
+  const double m = summarize(rows, published_list::main).median;
   if (m > published_median_tolerance) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "the main table's median (%.1f %%)", 100 * m);

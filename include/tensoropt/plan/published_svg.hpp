@@ -39,34 +39,45 @@ inline std::string published_runs_svg(const std::vector<published_check_row>& ro
   ehi = std::ceil(ehi / step) * step;
   auto ys = [&](double pct) { return (H - B) - (pct - elo) / (ehi - elo) * (H - B - T); };
   // the lists, their marks and summaries
+  enum class shape { circle, square, triangle, diamond };
   struct list_style {
-    published_list list;
     const char* label;
     const char* color;
-    const char* shape;  // circle, square, triangle, diamond
+    enum shape shape;
   };
-  const list_style styles[] = {
-      {published_list::main, "main table (held: 15 % each, median 5 %)", "#1f77b4", "circle"},
-      {published_list::fused_stack, "fused batch-norm stack (held: 15 % each)", "#2ca02c", "square"},
-      {published_list::fp32, "FP32 on V100 (held: 15 % each)", "#9467bd", "triangle"},
-      {published_list::layer, "one layer timed alone", "#ff7f0e", "diamond"},
-      {published_list::outside, "outside the model (printed)", "#7f7f7f", "circle"},
+  const std::string tol = detail::fmt("%g %%", 100 * published_row_tolerance);
+  const std::string held_each = "(held: " + tol + " each";
+  auto style = [&](published_list l) -> list_style {
+    switch (l) {
+      case published_list::main: return {"main table", "#1f77b4", shape::circle};
+      case published_list::fused_stack: return {"fused batch-norm stack", "#2ca02c", shape::square};
+      case published_list::fp32: return {"FP32 on V100", "#9467bd", shape::triangle};
+      case published_list::layer: return {"one layer timed alone", "#ff7f0e", shape::diamond};
+      case published_list::outside: break;
+    }
+    return {"outside the model (printed)", "#7f7f7f", shape::circle};
+  };
+  auto label = [&](published_list l) {
+    const std::string name = style(l).label;
+    if (l == published_list::main)
+      return name + " " + held_each + ", median " + detail::fmt("%g %%)", 100 * published_median_tolerance);
+    if (l == published_list::fused_stack || l == published_list::fp32) return name + " " + held_each + ")";
+    return name;
   };
   // one mark, closed: with a tooltip when `title` is not empty
   auto mark = [&](const list_style& st, double x, double y, bool hollow, const std::string& attrs,
                   const std::string& title) {
     const std::string paint = std::string("fill=\"") + (hollow ? "none" : st.color) + "\" stroke=\"" + st.color +
                               "\" stroke-width=\"1.5\"";
-    const std::string shape = st.shape;
     std::string tag, geometry;
-    if (shape == "square") {
+    if (st.shape == shape::square) {
       tag = "rect";
       geometry = "x=\"" + px(x - 4.5) + "\" y=\"" + px(y - 4.5) + "\" width=\"9\" height=\"9\"";
-    } else if (shape == "triangle") {
+    } else if (st.shape == shape::triangle) {
       tag = "path";
       geometry = "d=\"M" + px(x) + "," + px(y - 6) + " L" + px(x + 5.5) + "," + px(y + 4) + " L" + px(x - 5.5) + "," +
                  px(y + 4) + " Z\"";
-    } else if (shape == "diamond") {
+    } else if (st.shape == shape::diamond) {
       tag = "path";
       geometry = "d=\"M" + px(x) + "," + px(y - 6) + " L" + px(x + 6) + "," + px(y) + " L" + px(x) + "," + px(y + 6) +
                  " L" + px(x - 6) + "," + px(y) + " Z\"";
@@ -92,11 +103,13 @@ inline std::string published_runs_svg(const std::vector<published_check_row>& ro
   s += "<text x=\"" + px(L) + "\" y=\"40\" fill=\"#333\">" +
        xml_escape(std::to_string(held_ok) + " of " + std::to_string(held) +
                   " held rows meet their tolerance; main table median |error| " +
-                  detail::fmt("%.1f %%", 100 * published_median_error(rows, published_list::main))) +
+                  detail::fmt("%.1f %%", 100 * summarize(rows, published_list::main).median)) +
        "</text>\n";
   // the tolerance band, the grid and the axes
-  s += "<rect class=\"band\" x=\"" + px(L) + "\" y=\"" + px(ys(15)) + "\" width=\"" + px(W - R - L) + "\" height=\"" +
-       px(ys(-15) - ys(15)) + "\" fill=\"#e6f2e6\"><title>within 15 %: the tolerance of a held row</title></rect>\n";
+  const double band = 100 * published_row_tolerance;
+  s += "<rect class=\"band\" x=\"" + px(L) + "\" y=\"" + px(ys(band)) + "\" width=\"" + px(W - R - L) +
+       "\" height=\"" + px(ys(-band) - ys(band)) + "\" fill=\"#e6f2e6\"><title>" +
+       xml_escape("within " + tol + ": the tolerance of a held row") + "</title></rect>\n";
   for (double t : xs.ticks(1, tlo, thi)) {
     const double x = xs(t);
     s += "<line x1=\"" + px(x) + "\" y1=\"" + px(T) + "\" x2=\"" + px(x) + "\" y2=\"" + px(H - B) +
@@ -122,37 +135,34 @@ inline std::string published_runs_svg(const std::vector<published_check_row>& ro
   const double lx = W - R + 18;
   double ly = T + 8;
   std::string legend;
-  for (const auto& st : styles) {
-    std::size_t n = 0;
+  for (const published_list l : published_lists) {
+    const list_style st = style(l);
     for (const auto& r : rows) {
-      if (r.list != st.list || !(r.measured > 0) || !(r.predicted > 0)) continue;
-      ++n;
-      const bool hollow = st.list == published_list::outside || !r.held;
-      const std::string held_as = r.held ? detail::fmt("held to %g %%", 100 * r.tolerance) + (r.ok() ? "" : " (MISSED)")
-                                         : (st.list == published_list::layer ? "printed, must be under-predicted: "
-                                                                             : "outside: ") + r.note;
+      if (r.list != l || !(r.measured > 0) || !(r.predicted > 0)) continue;
       const std::string title = r.name + " (" + r.device + "): measured " + format_seconds(r.measured) +
                                 ", predicted " + format_seconds(r.predicted) +
-                                detail::fmt(", error %+.1f %%", 100 * r.error()) + "; " + held_as +
-                                (r.confirmed ? "" : "; unconfirmed: " + r.note) + "; source: " + r.source;
-      s += mark(st, xs(r.measured), ys(100 * r.error()), hollow,
-                "class=\"row\" data-list=\"" + std::string(to_string(st.list)) + "\" data-name=\"" +
-                    xml_escape(r.name) + "\"",
+                                detail::fmt(", error %+.1f %%", 100 * r.error()) + "; held to " + r.held_to() +
+                                (r.ok() ? "" : " (MISSED)") +
+                                (r.confirmed ? "" : r.held ? "; unconfirmed: " + r.note : "; unconfirmed") +
+                                "; source: " + r.source;
+      s += mark(st, xs(r.measured), ys(100 * r.error()), l == published_list::outside || !r.held,
+                "class=\"row\" data-list=\"" + std::string(to_string(l)) + "\" data-name=\"" + xml_escape(r.name) +
+                    "\"",
                 title) +
            "\n";
     }
-    if (n == 0) continue;
-    legend += mark(st, lx + 6, ly, st.list == published_list::outside, "", "");
-    legend += "<text x=\"" + px(lx + 18) + "\" y=\"" + px(ly + 4) + "\">" + xml_escape(st.label) + "</text>\n";
+    const published_summary sum = summarize(rows, l);
+    if (sum.rows == 0) continue;
+    legend += mark(st, lx + 6, ly, l == published_list::outside, "", "");
+    legend += "<text x=\"" + px(lx + 18) + "\" y=\"" + px(ly + 4) + "\">" + xml_escape(label(l)) + "</text>\n";
     ly += 15;
     legend += "<text x=\"" + px(lx + 18) + "\" y=\"" + px(ly + 4) + "\" fill=\"#555\" font-size=\"11\">" +
-              xml_escape(std::to_string(n) + " rows, median |error| " +
-                         detail::fmt("%.1f %%", 100 * published_median_error(rows, st.list))) +
+              xml_escape(std::to_string(sum.rows) + " rows, median |error| " + detail::fmt("%.1f %%", 100 * sum.median)) +
               "</text>\n";
     ly += 22;
   }
   legend += "<rect x=\"" + px(lx) + "\" y=\"" + px(ly - 6) + "\" width=\"12\" height=\"12\" fill=\"#e6f2e6\"/>";
-  legend += "<text x=\"" + px(lx + 18) + "\" y=\"" + px(ly + 4) + "\">within 15 %</text>\n";
+  legend += "<text x=\"" + px(lx + 18) + "\" y=\"" + px(ly + 4) + "\">" + xml_escape("within " + tol) + "</text>\n";
   ly += 22;
   legend += "<text x=\"" + px(lx) + "\" y=\"" + px(ly + 4) + "\" fill=\"#555\" font-size=\"11\">hollow: not held "
             "(hover a mark for its reason)</text>\n";
